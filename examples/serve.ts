@@ -1,0 +1,13 @@
+// Serves every example model on Triton's ports (HTTP 8000, gRPC 8001, metrics 8002): `npm start`.
+import { Triton } from 'tstriton';
+import { bindAddSub } from './add-sub/model';
+import { bindIdentity } from './identity/model';
+
+async function main(): Promise<void> {
+  const triton = new Triton();
+  bindAddSub(triton);
+  bindIdentity(triton);
+  process.exit(await triton.serve());
+}
+
+void main();

@@ -1,0 +1,9 @@
+export { TensorSpec, nameSpecs } from './tensor-spec';
+export type { TensorSpecInit, NamedTensorSpec } from './tensor-spec';
+export { ModelConfig, DynamicBatcher, QueuePolicy, WarmupSetting } from './model-config';
+export type { ModelConfigInit, DynamicBatcherInit, QueuePolicyInit, WarmupSettingInit, WarmupInputInit, TimeoutAction } from './model-config';
+export { TritonConfig, LOG_LEVELS, envName } from './triton-config';
+export type { TritonConfigInit, LogLevel } from './triton-config';
+export { buildModelConfigJson, toPbtxt } from './triton-model-config';
+export type { ModelDescription, InstanceGroupDescription, ModelConfigJson } from './triton-model-config';
+export { validateOrThrow } from './validate';

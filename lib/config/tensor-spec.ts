@@ -1,0 +1,54 @@
+import { IsArray, IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Min } from 'class-validator';
+import { DATA_TYPES, type DataType } from '../tensor/dtype';
+import { assignKnown } from './validate';
+
+/** Plain-object form of a TensorSpec, as users write it in `bind()`. */
+export interface TensorSpecInit {
+  /** Tensor name; defaults to `INPUT_<n>` / `OUTPUT_<n>` by position (1-based). */
+  name?: string;
+  /** KServe datatype (`FP32`, `BYTES`, ...). */
+  dtype: DataType;
+  /** Dims without the batch dim when the model batches; -1 marks a variable dim. */
+  shape: readonly number[];
+  /** Inputs only: the request may omit this tensor. */
+  optional?: boolean;
+}
+
+const KEYS = ['name', 'dtype', 'shape', 'optional'] as const;
+
+/** An input or output of a model: name, datatype and shape (without the batch dim). */
+export class TensorSpec {
+  @IsOptional()
+  @IsString()
+  @Matches(/^[A-Za-z0-9_.:\-]+$/, { message: 'name may hold only letters, digits and _ . : -' })
+  name?: string;
+
+  @IsIn(DATA_TYPES, { message: `dtype must be one of ${DATA_TYPES.join(', ')}` })
+  dtype!: DataType;
+
+  @IsArray({ message: 'shape must be an array of dims' })
+  @IsInt({ each: true, message: 'shape dims must be integers' })
+  @Min(-1, { each: true, message: 'shape dims must be -1 (variable) or >= 0' })
+  shape!: number[];
+
+  @IsOptional()
+  @IsBoolean()
+  optional?: boolean;
+
+  constructor(init: TensorSpecInit) {
+    assignKnown(this, init, KEYS, 'TensorSpec');
+    if (Array.isArray(this.shape)) this.shape = [...this.shape];
+  }
+}
+
+/** A TensorSpec whose name has been resolved. */
+export type NamedTensorSpec = TensorSpec & { readonly name: string };
+
+/** Gives every spec a name (`INPUT_1`, ...) where the user left it out; copies, never mutates. */
+export function nameSpecs(specs: readonly (TensorSpec | TensorSpecInit)[], prefix: 'INPUT' | 'OUTPUT'): NamedTensorSpec[] {
+  return specs.map((s, i) => {
+    const spec = s instanceof TensorSpec ? new TensorSpec({ ...s }) : new TensorSpec(s);
+    if (spec.name === undefined) spec.name = `${prefix}_${i + 1}`;
+    return spec as NamedTensorSpec;
+  });
+}

@@ -1,0 +1,158 @@
+import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Max, Min } from 'class-validator';
+import { TritonError } from '../errors';
+import { assignKnown } from './validate';
+
+/** Log levels, least to most verbose. */
+export const LOG_LEVELS = ['silent', 'error', 'warn', 'info', 'debug'] as const;
+/** A log level. */
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Plain-object form of TritonConfig. */
+export interface TritonConfigInit {
+  httpAddress?: string;
+  httpPort?: number;
+  allowHttp?: boolean;
+  grpcAddress?: string;
+  grpcPort?: number;
+  allowGrpc?: boolean;
+  metricsAddress?: string;
+  metricsPort?: number;
+  allowMetrics?: boolean;
+  logLevel?: LogLevel;
+  exitTimeoutSeconds?: number;
+  httpMaxInputSize?: number;
+  jsonMaxDepth?: number;
+  grpcMaxMessageSize?: number;
+  strictReadiness?: boolean;
+  serverVersion?: string;
+}
+
+const KEYS = [
+  'httpAddress',
+  'httpPort',
+  'allowHttp',
+  'grpcAddress',
+  'grpcPort',
+  'allowGrpc',
+  'metricsAddress',
+  'metricsPort',
+  'allowMetrics',
+  'logLevel',
+  'exitTimeoutSeconds',
+  'httpMaxInputSize',
+  'jsonMaxDepth',
+  'grpcMaxMessageSize',
+  'strictReadiness',
+  'serverVersion',
+] as const;
+
+/** Server settings. Defaults are Triton's; every field can also come from a `TSTRITON_*` variable. */
+export class TritonConfig {
+  @IsString()
+  httpAddress = '0.0.0.0';
+
+  /** HTTP port; 0 picks a free one. */
+  @IsInt()
+  @Min(0)
+  @Max(65535)
+  httpPort = 8000;
+
+  @IsBoolean()
+  allowHttp = true;
+
+  @IsString()
+  grpcAddress = '0.0.0.0';
+
+  @IsInt()
+  @Min(0)
+  @Max(65535)
+  grpcPort = 8001;
+
+  @IsBoolean()
+  allowGrpc = true;
+
+  @IsString()
+  metricsAddress = '0.0.0.0';
+
+  @IsInt()
+  @Min(0)
+  @Max(65535)
+  metricsPort = 8002;
+
+  @IsBoolean()
+  allowMetrics = true;
+
+  @IsIn(LOG_LEVELS, { message: `logLevel must be one of ${LOG_LEVELS.join(', ')}` })
+  logLevel: LogLevel = 'info';
+
+  /** How long stop() waits for in-flight requests before it forces the close. */
+  @Min(0)
+  exitTimeoutSeconds = 30;
+
+  /** Largest HTTP request body in bytes, counted after decompression (Triton: 64 MiB). */
+  @IsInt()
+  @Min(1)
+  httpMaxInputSize = 64 * 1024 * 1024;
+
+  /** Deepest JSON nesting accepted in a request (Triton: 100). */
+  @IsInt()
+  @Min(1)
+  jsonMaxDepth = 100;
+
+  /** Largest gRPC message in bytes; -1 means unlimited (Triton's behaviour). */
+  @IsInt()
+  @Min(-1)
+  grpcMaxMessageSize = -1;
+
+  /** Server readiness also requires every model to be ready. */
+  @IsBoolean()
+  strictReadiness = true;
+
+  /** Version reported by server metadata. */
+  @IsOptional()
+  @IsString()
+  serverVersion?: string;
+
+  constructor(init?: TritonConfigInit) {
+    assignKnown(this, init, KEYS, 'TritonConfig');
+  }
+
+  /**
+   * Settings from `TSTRITON_*` environment variables (`TSTRITON_HTTP_PORT=9000`,
+   * `TSTRITON_LOG_LEVEL=debug`), overridden by `init`.
+   */
+  static fromEnv(env: NodeJS.ProcessEnv = process.env, init?: TritonConfigInit): TritonConfig {
+    const defaults = new TritonConfig();
+    const fromEnv: Record<string, unknown> = {};
+    for (const key of KEYS) {
+      const raw = env[envName(key)];
+      if (raw === undefined || raw === '') continue;
+      const current = (defaults as unknown as Record<string, unknown>)[key];
+      fromEnv[key] = parseEnvValue(envName(key), raw, typeof current === 'undefined' ? 'string' : typeof current);
+    }
+    return new TritonConfig({ ...(fromEnv as TritonConfigInit), ...stripUndefined(init ?? {}) });
+  }
+}
+
+/** `httpPort` → `TSTRITON_HTTP_PORT`. */
+export function envName(key: string): string {
+  return `TSTRITON_${key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
+}
+
+function parseEnvValue(name: string, raw: string, kind: string): unknown {
+  if (kind === 'number') {
+    const n = Number(raw);
+    if (!Number.isFinite(n)) throw new TritonError('INVALID_CONFIG', `invalid ${name}: expected a number, got "${raw}"`);
+    return n;
+  }
+  if (kind === 'boolean') {
+    if (/^(1|true|yes|on)$/i.test(raw)) return true;
+    if (/^(0|false|no|off)$/i.test(raw)) return false;
+    throw new TritonError('INVALID_CONFIG', `invalid ${name}: expected true or false, got "${raw}"`);
+  }
+  return raw;
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

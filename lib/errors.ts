@@ -1,0 +1,154 @@
+/**
+ * Every error a client or a user of the SDK can meet, in one table.
+ *
+ * Each code carries the HTTP status and gRPC status code Triton Inference Server answers with for the
+ * same condition, so both transports map errors from this table alone. `docs/errors.md` lists the same
+ * table; a unit test keeps the two in sync.
+ */
+
+/** gRPC status codes used by the table (values from the gRPC specification). */
+export const GrpcStatus = {
+  OK: 0,
+  CANCELLED: 1,
+  UNKNOWN: 2,
+  INVALID_ARGUMENT: 3,
+  DEADLINE_EXCEEDED: 4,
+  NOT_FOUND: 5,
+  ALREADY_EXISTS: 6,
+  RESOURCE_EXHAUSTED: 8,
+  FAILED_PRECONDITION: 9,
+  UNIMPLEMENTED: 12,
+  INTERNAL: 13,
+  UNAVAILABLE: 14,
+} as const;
+
+interface ErrorKind {
+  /** HTTP status Triton answers with. */
+  readonly http: number;
+  /** gRPC status code Triton answers with. */
+  readonly grpc: number;
+  /** When the error is raised, in a sentence for the docs. */
+  readonly when: string;
+}
+
+/** The error table: code → HTTP status, gRPC status and when it happens. */
+export const ERROR_CODES = {
+  INVALID_ARGUMENT: {
+    http: 400,
+    grpc: GrpcStatus.INVALID_ARGUMENT,
+    when: 'The request is malformed: bad JSON, wrong dtype, shape or batch size, missing or extra data.',
+  },
+  MODEL_NOT_FOUND: {
+    http: 400,
+    grpc: GrpcStatus.INVALID_ARGUMENT,
+    when: 'The request names a model or version that is not bound (Triton answers 400, not 404).',
+  },
+  MODEL_NOT_READY: {
+    http: 400,
+    grpc: GrpcStatus.UNAVAILABLE,
+    when: 'The model exists but is not ready (loading, warming up, or stopping).',
+  },
+  NOT_FOUND: {
+    http: 404,
+    grpc: GrpcStatus.NOT_FOUND,
+    when: 'The URL matches no endpoint.',
+  },
+  METHOD_NOT_ALLOWED: {
+    http: 405,
+    grpc: GrpcStatus.UNIMPLEMENTED,
+    when: 'The endpoint exists but not for this HTTP method.',
+  },
+  PAYLOAD_TOO_LARGE: {
+    http: 400,
+    grpc: GrpcStatus.RESOURCE_EXHAUSTED,
+    when: 'The request body, after decompression, exceeds the configured maximum input size.',
+  },
+  UNSUPPORTED: {
+    http: 501,
+    grpc: GrpcStatus.UNIMPLEMENTED,
+    when: 'The request asks for something this server does not implement (unknown compression, decoupled model over /infer, ...).',
+  },
+  UNAVAILABLE: {
+    http: 503,
+    grpc: GrpcStatus.UNAVAILABLE,
+    when: 'The server cannot take the request now: it is stopping, or the queue is full.',
+  },
+  CANCELLED: {
+    http: 400,
+    grpc: GrpcStatus.CANCELLED,
+    when: 'The client went away or cancelled the request before it finished.',
+  },
+  DEADLINE_EXCEEDED: {
+    http: 400,
+    grpc: GrpcStatus.DEADLINE_EXCEEDED,
+    when: 'The request did not finish within its timeout.',
+  },
+  INFERENCE_FAILED: {
+    http: 500,
+    grpc: GrpcStatus.INTERNAL,
+    when: 'The inference callable threw, or returned outputs that do not match the declared outputs.',
+  },
+  UNRECOVERABLE: {
+    http: 500,
+    grpc: GrpcStatus.INTERNAL,
+    when: 'The inference callable threw UnrecoverableError; the server stops after answering.',
+  },
+  INTERNAL: {
+    http: 500,
+    grpc: GrpcStatus.INTERNAL,
+    when: 'An unexpected fault inside the server.',
+  },
+  INVALID_CONFIG: {
+    http: 400,
+    grpc: GrpcStatus.INVALID_ARGUMENT,
+    when: 'A configuration value given to bind() or new Triton() is invalid; raised in process, never on the wire.',
+  },
+  ALREADY_EXISTS: {
+    http: 400,
+    grpc: GrpcStatus.ALREADY_EXISTS,
+    when: 'A model with the same name and version is already bound.',
+  },
+} as const satisfies Record<string, ErrorKind>;
+
+/** A code from the error table. */
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** The one error type of the SDK: a code from the table and a message that says what was wrong. */
+export class TritonError extends Error {
+  override readonly name: string = 'TritonError';
+
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+
+  /** HTTP status for this error. */
+  get httpStatus(): number {
+    return ERROR_CODES[this.code].http;
+  }
+
+  /** gRPC status code for this error. */
+  get grpcStatus(): number {
+    return ERROR_CODES[this.code].grpc;
+  }
+}
+
+/**
+ * Thrown by an inference callable when the process cannot go on (a lost device, corrupted state).
+ * The batch fails, the server turns not-ready and stops with a non-zero exit code so that its
+ * orchestrator restarts it.
+ */
+export class UnrecoverableError extends Error {
+  override readonly name: string = 'UnrecoverableError';
+}
+
+/** Wraps anything thrown into a TritonError, keeping TritonErrors as they are. */
+export function toTritonError(err: unknown, fallback: ErrorCode = 'INTERNAL'): TritonError {
+  if (err instanceof TritonError) return err;
+  if (err instanceof UnrecoverableError) return new TritonError('UNRECOVERABLE', err.message, { cause: err });
+  const message = err instanceof Error ? err.message : String(err);
+  return new TritonError(fallback, message, { cause: err });
+}

@@ -1,0 +1,36 @@
+// The public surface of tstriton, listed explicitly so it can be reviewed in one place.
+export { Triton } from './triton';
+export type { BindOptions, Transport } from './triton';
+export { TritonError, UnrecoverableError, ERROR_CODES, GrpcStatus, toTritonError } from './errors';
+export type { ErrorCode } from './errors';
+export { CALLABLE_MARK, NEVER_ABORTED, isMarkedCallable } from './callable';
+export type { Request, Response, InferCallable, MarkedCallable, OutputValue, ParameterValue } from './callable';
+export type { InferFunc } from './infer-func';
+export {
+  TensorSpec,
+  ModelConfig,
+  DynamicBatcher,
+  QueuePolicy,
+  WarmupSetting,
+  TritonConfig,
+  buildModelConfigJson,
+  toPbtxt,
+} from './config';
+export type {
+  TensorSpecInit,
+  ModelConfigInit,
+  DynamicBatcherInit,
+  QueuePolicyInit,
+  WarmupSettingInit,
+  TritonConfigInit,
+  TimeoutAction,
+  LogLevel,
+  ModelConfigJson,
+} from './config';
+export { DTYPES, DATA_TYPES, tensor, elementCount, concatBatch, sliceBatch } from './tensor';
+export type { DataType, Tensor, TensorData } from './tensor';
+export { Model, ModelRepository } from './model';
+export type { InferenceRequest, InferenceResponse, ModelMetadata } from './model';
+export type { Device, DeviceKind, Instance } from './instances';
+export type { ServerCore, ServerMetadata } from './server/server-core';
+export { VERSION } from './version';

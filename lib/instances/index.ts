@@ -1,0 +1,3 @@
+export { InProcessInstance } from './in-process-instance';
+export { parseDevice } from './instance';
+export type { Device, DeviceKind, Instance } from './instance';

@@ -1,0 +1,29 @@
+import type { Request, Response } from '../callable';
+
+/** Device kinds an instance can be bound to. */
+export type DeviceKind = 'cpu' | 'gpu';
+
+/** The device an instance runs on. */
+export interface Device {
+  readonly kind: DeviceKind;
+  readonly id: number;
+}
+
+/** Executes batches of requests. One batch is one unit of work. */
+export interface Instance {
+  /** Instance name, `<model>_<index>`. */
+  readonly name: string;
+  readonly device: Device;
+  /** Runs one batch; resolves with one response per request, in order. */
+  execute(requests: Request[]): Promise<Response[]>;
+  /** Releases the instance's resources. */
+  close(): Promise<void>;
+}
+
+/** Parses `cpu`, `gpu`, `gpu:1`, `cuda:1` into a Device. */
+export function parseDevice(spec: string | Device): Device {
+  if (typeof spec !== 'string') return spec;
+  const m = /^(cpu|gpu|cuda)(?::(\d+))?$/.exec(spec.trim().toLowerCase());
+  if (!m) throw new RangeError(`invalid device "${spec}": expected cpu, gpu, gpu:N or cuda:N`);
+  return { kind: m[1] === 'cpu' ? 'cpu' : 'gpu', id: m[2] === undefined ? 0 : Number(m[2]) };
+}

@@ -1,0 +1,36 @@
+import type { ParameterValue } from '../callable';
+import type { Tensor } from '../tensor/tensor';
+
+/** A named tensor, as inputs and outputs travel on the wire. */
+export interface NamedTensor {
+  readonly name: string;
+  readonly tensor: Tensor;
+}
+
+/** An inference request as a transport decoded it, before the model validated it. */
+export interface InferenceRequest {
+  readonly modelName: string;
+  /** Requested version; undefined or '' means the latest. */
+  readonly modelVersion?: string;
+  /** Request id, echoed back ('' if none). */
+  readonly id: string;
+  readonly inputs: readonly NamedTensor[];
+  /** Outputs the client named, in its order; undefined means every output. */
+  readonly requestedOutputs?: readonly string[];
+  /** Custom parameters (reserved keys removed). */
+  readonly parameters: Readonly<Record<string, ParameterValue>>;
+  /** Priority level (0 = the model's default). */
+  readonly priority?: number;
+  /** Queue timeout override in microseconds. */
+  readonly timeoutMicroseconds?: number;
+  /** Fires when the client goes away. */
+  readonly signal?: AbortSignal;
+}
+
+/** A validated response, outputs in the order the transport must write them. */
+export interface InferenceResponse {
+  readonly id: string;
+  readonly modelName: string;
+  readonly modelVersion: string;
+  readonly outputs: readonly NamedTensor[];
+}

@@ -1,0 +1,274 @@
+import { NEVER_ABORTED, type OutputValue, type Request, type Response } from '../callable';
+import { buildModelConfigJson, type ModelConfigJson, type ModelDescription } from '../config/triton-model-config';
+import type { NamedTensorSpec } from '../config/tensor-spec';
+import type { ModelConfig } from '../config/model-config';
+import { TritonError, UnrecoverableError } from '../errors';
+import type { Instance } from '../instances/instance';
+import { Scheduler } from '../scheduler/scheduler';
+import type { TensorData } from '../tensor/dtype';
+import { checkData, elementCount, tensor, type Tensor } from '../tensor/tensor';
+import type { InferenceRequest, InferenceResponse, NamedTensor } from './inference';
+
+/** Model states, as the repository index reports them. */
+export type ModelState = 'LOADING' | 'READY' | 'UNAVAILABLE';
+
+/** Everything a Model is built from. */
+export interface ModelInit {
+  name: string;
+  version: string;
+  inputs: NamedTensorSpec[];
+  outputs: NamedTensorSpec[];
+  config: ModelConfig;
+  instances: Instance[];
+  /** Also check output shapes against the declared dims. */
+  strict: boolean;
+  platform?: string;
+  backend?: string;
+  /** Called when a callable throws UnrecoverableError. */
+  onUnrecoverable?: (err: UnrecoverableError, model: Model) => void;
+}
+
+/** The kind of every model's metadata JSON (`GET /v2/models/{m}`). */
+export interface ModelMetadata {
+  name: string;
+  versions: string[];
+  platform: string;
+  inputs: { name: string; datatype: string; shape: number[] }[];
+  outputs: { name: string; datatype: string; shape: number[] }[];
+}
+
+/**
+ * A bound model: its specs and config, its instances and scheduler, and its readiness. It validates
+ * requests against the specs before they queue and responses against the specs before they leave.
+ */
+export class Model {
+  readonly name: string;
+  readonly version: string;
+  readonly inputs: readonly NamedTensorSpec[];
+  readonly outputs: readonly NamedTensorSpec[];
+  readonly config: ModelConfig;
+  readonly strict: boolean;
+  readonly instances: readonly Instance[];
+  readonly scheduler: Scheduler;
+  readonly configJson: ModelConfigJson;
+  readonly metadata: ModelMetadata;
+  state: ModelState = 'LOADING';
+
+  private readonly inputByName: Map<string, NamedTensorSpec>;
+  private readonly outputByName: Map<string, NamedTensorSpec>;
+  private readonly allOutputNames: readonly string[];
+  private readonly maxBatchSize: number;
+
+  constructor(init: ModelInit) {
+    this.name = init.name;
+    this.version = init.version;
+    this.inputs = init.inputs;
+    this.outputs = init.outputs;
+    this.config = init.config;
+    this.strict = init.strict;
+    this.instances = init.instances;
+    this.maxBatchSize = init.config.effectiveMaxBatchSize;
+    this.inputByName = new Map(init.inputs.map((s) => [s.name, s]));
+    this.outputByName = new Map(init.outputs.map((s) => [s.name, s]));
+    this.allOutputNames = init.outputs.map((s) => s.name);
+    const batcher = init.config.batcher;
+    this.scheduler = new Scheduler(
+      init.instances,
+      {
+        maxBatchSize: this.maxBatchSize,
+        dynamicBatching: batcher !== null && this.maxBatchSize > 0,
+        maxQueueDelayMicroseconds: batcher?.maxQueueDelayMicroseconds ?? 0,
+        preferredBatchSize: batcher?.preferredBatchSize ?? [],
+        maxQueueSize: batcher?.defaultQueuePolicy.maxQueueSize ?? 0,
+      },
+      {
+        onExecutionError: (err) => {
+          if (err instanceof UnrecoverableError) init.onUnrecoverable?.(err, this);
+        },
+      },
+    );
+    const description: ModelDescription = {
+      name: init.name,
+      platform: init.platform ?? '',
+      backend: init.backend ?? 'tstriton',
+      inputs: init.inputs,
+      outputs: init.outputs,
+      config: init.config,
+      instanceGroups: groupInstances(init.instances),
+    };
+    this.configJson = buildModelConfigJson(description);
+    const batchDim = this.maxBatchSize > 0 ? [-1] : [];
+    const specJson = (s: NamedTensorSpec) => ({ name: s.name, datatype: s.dtype, shape: [...batchDim, ...s.shape] });
+    this.metadata = {
+      name: init.name,
+      versions: [init.version],
+      platform: description.platform || description.backend,
+      inputs: init.inputs.map(specJson),
+      outputs: init.outputs.map(specJson),
+    };
+  }
+
+  get ready(): boolean {
+    return this.state === 'READY';
+  }
+
+  /** Validates, queues and runs one request; resolves with its validated outputs. */
+  async infer(req: InferenceRequest): Promise<InferenceResponse> {
+    if (!this.ready) throw new TritonError('MODEL_NOT_READY', `Request for unavailable model: '${this.name}' is not ready`);
+    if (this.config.decoupled) {
+      throw new TritonError('UNSUPPORTED', `model '${this.name}' is decoupled and can only be called through a streaming endpoint`);
+    }
+    const prefix = `[request id: ${req.id || '<id_unknown>'}] `;
+    const { inputs, rows, batchKey } = this.validateInputs(req, prefix);
+    const requestedOutputs = this.validateRequestedOutputs(req, prefix);
+    const request: Request = {
+      inputs,
+      parameters: req.parameters,
+      requestedOutputs,
+      id: req.id,
+      signal: req.signal ?? NEVER_ABORTED,
+    };
+    const response = await this.scheduler.enqueue(request, rows, batchKey);
+    return {
+      id: req.id,
+      modelName: this.name,
+      modelVersion: this.version,
+      outputs: this.validateOutputs(response, requestedOutputs, rows, prefix),
+    };
+  }
+
+  private validateInputs(req: InferenceRequest, prefix: string): { inputs: Record<string, Tensor>; rows: number; batchKey: string } {
+    const inputs: Record<string, Tensor> = {};
+    let rows = -1;
+    const keyParts: string[] = [];
+    for (const { name, tensor: t } of req.inputs) {
+      const spec = this.inputByName.get(name);
+      if (!spec) throw invalid(`${prefix}unexpected inference input '${name}' for model '${this.name}'`);
+      if (name in inputs) throw invalid(`${prefix}input '${name}' was given more than once for model '${this.name}'`);
+      if (t.dtype !== spec.dtype) {
+        throw invalid(`${prefix}inference input '${name}' data-type is '${t.dtype}', but model '${this.name}' expects '${spec.dtype}'`);
+      }
+      let dims = t.shape;
+      if (this.maxBatchSize > 0) {
+        const batch = t.shape[0];
+        if (batch === undefined) {
+          throw invalid(`${prefix}inference input '${name}' for model '${this.name}' has no batch dimension; expected shape [-1,${spec.shape.join(',')}]`);
+        }
+        if (rows === -1) rows = batch;
+        else if (batch !== rows) {
+          throw invalid(`${prefix}inference input '${name}' batch size ${batch} does not match the batch size ${rows} of the other inputs for model '${this.name}'`);
+        }
+        dims = t.shape.slice(1);
+      }
+      if (!shapeMatches(dims, spec.shape)) {
+        const expected = this.maxBatchSize > 0 ? [-1, ...spec.shape] : spec.shape;
+        throw invalid(`${prefix}unexpected shape for input '${name}' for model '${this.name}'. Expected [${expected.join(',')}], got [${t.shape.join(',')}]`);
+      }
+      inputs[name] = t;
+      keyParts.push(`${name}:${dims.join(',')}`);
+    }
+    const missing = this.inputs.filter((s) => !s.optional && !(s.name in inputs)).map((s) => s.name);
+    if (missing.length > 0) {
+      const required = this.inputs.filter((s) => !s.optional).length;
+      const got = Object.keys(inputs);
+      throw invalid(
+        `${prefix}expected ${required} inputs but got ${got.length} inputs for model '${this.name}'. ` +
+          `Got input(s) [${got.map((n) => `'${n}'`).join(', ')}], but missing required input(s) [${missing.map((n) => `'${n}'`).join(', ')}]. ` +
+          'Please provide all required input(s).',
+      );
+    }
+    if (this.maxBatchSize > 0) {
+      if (rows < 1 || rows > this.maxBatchSize) {
+        throw invalid(`${prefix}inference request batch-size must be <= ${this.maxBatchSize} for '${this.name}'` + (rows < 1 ? ` and >= 1, got ${rows}` : ''));
+      }
+    } else {
+      rows = 1;
+    }
+    return { inputs, rows, batchKey: keyParts.sort().join('|') };
+  }
+
+  private validateRequestedOutputs(req: InferenceRequest, prefix: string): readonly string[] {
+    if (req.requestedOutputs === undefined || req.requestedOutputs.length === 0) return this.allOutputNames;
+    for (const name of req.requestedOutputs) {
+      if (!this.outputByName.has(name)) throw invalid(`${prefix}unexpected inference output '${name}' for model '${this.name}'`);
+    }
+    return req.requestedOutputs;
+  }
+
+  private validateOutputs(response: Response, requested: readonly string[], rows: number, prefix: string): NamedTensor[] {
+    if (typeof response !== 'object' || response === null) {
+      throw failed(`${prefix}model '${this.name}': the callable returned ${response === null ? 'null' : typeof response} instead of an object of outputs`);
+    }
+    if (this.strict) {
+      for (const name of Object.keys(response)) {
+        if (!this.outputByName.has(name)) throw failed(`${prefix}model '${this.name}': the callable returned output '${name}', which the model does not declare`);
+      }
+    }
+    return requested.map((name) => {
+      const spec = this.outputByName.get(name) as NamedTensorSpec;
+      const value = response[name];
+      if (value === undefined) throw failed(`${prefix}model '${this.name}': output '${name}' is missing from the callable's response`);
+      const t = toTensor(value, spec, `${prefix}model '${this.name}', output '${name}'`);
+      if (this.maxBatchSize > 0 && t.shape[0] !== rows) {
+        throw failed(`${prefix}model '${this.name}', output '${name}': batch size ${t.shape[0] ?? 'none'} does not match the request's batch size ${rows}`);
+      }
+      if (this.strict) {
+        const dims = this.maxBatchSize > 0 ? t.shape.slice(1) : t.shape;
+        if (!shapeMatches(dims, spec.shape)) {
+          const expected = this.maxBatchSize > 0 ? [-1, ...spec.shape] : spec.shape;
+          throw failed(`${prefix}model '${this.name}', output '${name}': shape [${t.shape.join(',')}] does not match the declared [${expected.join(',')}]`);
+        }
+      }
+      return { name, tensor: t };
+    });
+  }
+}
+
+function toTensor(value: OutputValue, spec: NamedTensorSpec, what: string): Tensor {
+  if (typeof value !== 'object' || value === null || !Array.isArray(value.shape)) {
+    throw failed(`${what}: expected a tensor ({ shape, data }), got ${value === null ? 'null' : typeof value}`);
+  }
+  const dtype = value.dtype ?? spec.dtype;
+  if (dtype !== spec.dtype) throw failed(`${what}: datatype is ${dtype}, but the model declares ${spec.dtype}`);
+  let data = value.data as TensorData | readonly unknown[];
+  if (dtype === 'BYTES' && Array.isArray(data) && data.some((e) => typeof e === 'string')) {
+    data = (data as readonly (string | Uint8Array)[]).map((e) => (typeof e === 'string' ? Buffer.from(e, 'utf8') : e));
+  }
+  const problem = checkData(dtype, data);
+  if (problem) throw failed(`${what}: ${problem}`);
+  if (elementCount(value.shape) !== (data as TensorData).length) {
+    throw failed(`${what}: shape [${value.shape.join(',')}] needs ${elementCount(value.shape)} elements, data holds ${(data as TensorData).length}`);
+  }
+  return 'dtype' in value && value.dtype === dtype && data === value.data ? (value as Tensor) : tensor(dtype, value.shape, data as TensorData<typeof dtype>);
+}
+
+function shapeMatches(dims: readonly number[], spec: readonly number[]): boolean {
+  if (dims.length !== spec.length) return false;
+  for (let i = 0; i < dims.length; i++) {
+    const want = spec[i] as number;
+    const got = dims[i] as number;
+    if (!Number.isInteger(got) || got < 0) return false;
+    if (want !== -1 && want !== got) return false;
+  }
+  return true;
+}
+
+function groupInstances(instances: readonly Instance[]): ModelDescription['instanceGroups'] {
+  const cpu = instances.filter((i) => i.device.kind === 'cpu').length;
+  const gpus = instances.filter((i) => i.device.kind === 'gpu').map((i) => i.device.id);
+  const groups: { kind: 'KIND_CPU' | 'KIND_GPU'; count: number; gpus: number[] }[] = [];
+  if (cpu > 0) groups.push({ kind: 'KIND_CPU', count: cpu, gpus: [] });
+  if (gpus.length > 0) {
+    const distinct = [...new Set(gpus)].sort((a, b) => a - b);
+    groups.push({ kind: 'KIND_GPU', count: gpus.length / distinct.length, gpus: distinct });
+  }
+  return groups;
+}
+
+function invalid(message: string): TritonError {
+  return new TritonError('INVALID_ARGUMENT', message);
+}
+
+function failed(message: string): TritonError {
+  return new TritonError('INFERENCE_FAILED', message);
+}

@@ -1,0 +1,2 @@
+export { Scheduler } from './scheduler';
+export type { SchedulerOptions, SchedulerHooks } from './scheduler';

@@ -1,0 +1,101 @@
+import type { IncomingMessage } from 'node:http';
+import { promisify } from 'node:util';
+import * as zlib from 'node:zlib';
+import { TritonError } from '../../errors';
+
+const gunzip = promisify(zlib.gunzip);
+const inflate = promisify(zlib.inflate);
+
+/** Content encodings accepted on requests (and produced on responses). */
+export const SUPPORTED_ENCODINGS = ['gzip', 'deflate'] as const;
+
+/**
+ * Reads a request body whatever its Content-Type, decompressing gzip or deflate, and enforces `limit`
+ * on the decompressed size (and on the compressed size, which can only be smaller for honest input).
+ */
+export async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+  if (encoding !== 'identity' && encoding !== 'gzip' && encoding !== 'deflate') {
+    throw new TritonError('UNSUPPORTED', `Unsupported compression type '${encoding}'; supported: gzip, deflate, identity`);
+  }
+  const declared = Number(req.headers['content-length']);
+  if (encoding === 'identity' && Number.isFinite(declared) && declared > limit) throw tooLarge(declared, limit);
+  const raw = await collect(req, limit);
+  if (encoding === 'identity') return raw;
+  try {
+    return encoding === 'gzip' ? await gunzip(raw, { maxOutputLength: limit }) : await inflate(raw, { maxOutputLength: limit });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
+      throw new TritonError('PAYLOAD_TOO_LARGE', `decompressed request body exceeds the maximum allowed input size of ${limit} bytes`);
+    }
+    throw new TritonError('INVALID_ARGUMENT', `failed to decompress the ${encoding} request body: ${(err as Error).message}`);
+  }
+}
+
+function collect(req: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        cleanup();
+        reject(tooLarge(size, limit));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+    };
+    const onError = (err: Error) => {
+      cleanup();
+      reject(new TritonError('CANCELLED', `request body could not be read: ${err.message}`));
+    };
+    const onAborted = () => onError(new Error('client closed the connection'));
+    const cleanup = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('aborted', onAborted);
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('aborted', onAborted);
+  });
+}
+
+function tooLarge(size: number, limit: number): TritonError {
+  return new TritonError('PAYLOAD_TOO_LARGE', `request body of ${size} bytes exceeds the maximum allowed input size of ${limit} bytes`);
+}
+
+/**
+ * Picks the response encoding from an Accept-Encoding header: the highest q-value among gzip, deflate and
+ * identity (ties go to the first listed); undefined means identity.
+ */
+export function negotiateEncoding(header: string | undefined): 'gzip' | 'deflate' | undefined {
+  if (!header) return undefined;
+  let best: string | undefined;
+  let bestQ = 0;
+  for (const part of header.split(',')) {
+    const [name = '', ...params] = part.trim().toLowerCase().split(';');
+    if (name !== 'gzip' && name !== 'deflate' && name !== 'identity') continue;
+    let q = 1;
+    for (const p of params) {
+      const m = /^\s*q=([0-9.]+)\s*$/.exec(p);
+      if (m) q = Number(m[1]);
+    }
+    if (q > bestQ) {
+      best = name;
+      bestQ = q;
+    }
+  }
+  return best === 'gzip' || best === 'deflate' ? best : undefined;
+}
+
+/** Compresses a response body with the negotiated encoding. */
+export function compress(body: Buffer, encoding: 'gzip' | 'deflate'): Promise<Buffer> {
+  return encoding === 'gzip' ? promisify(zlib.gzip)(body) : promisify(zlib.deflate)(body);
+}

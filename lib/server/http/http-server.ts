@@ -1,0 +1,189 @@
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express, { type Express, type NextFunction, type Router } from 'express';
+import { TritonError, toTritonError } from '../../errors';
+import type { ServerCore } from '../server-core';
+import { compress, negotiateEncoding, readBody } from './body';
+import { decodeHttpInfer, encodeHttpInfer } from './infer-codec';
+
+/** Model routes: `/v2/models/{m}[/versions/{v}][/{action}]`, matched on the path only, as Triton does. */
+const MODEL_ROUTE = /^\/v2\/models\/([^/]+)(?:\/versions\/([0-9]+))?(?:\/(infer|generate|generate_stream|ready|config|stats))?$/;
+
+/**
+ * The HTTP endpoint. POST `/infer` is handled on node:http directly (it is the hot path); every other route
+ * is served by an express app, which stays open for users' own routes through `router`.
+ */
+export class HttpServer {
+  readonly app: Express;
+  /** Mount your own routes here; they are tried before the server's 404. */
+  readonly router: Router;
+  private readonly server: http.Server;
+
+  constructor(private readonly core: ServerCore) {
+    this.router = express.Router();
+    this.app = buildApp(core, this.router);
+    this.server = http.createServer({ noDelay: true }, (req, res) => this.handle(req, res));
+    this.server.keepAliveTimeout = 65_000;
+  }
+
+  /** Starts listening; resolves with the bound port. */
+  listen(port: number, host: string): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => {
+        this.server.off('error', reject);
+        resolve((this.server.address() as AddressInfo).port);
+      });
+    });
+  }
+
+  /** Stops accepting connections and closes idle ones; in-flight requests finish. */
+  stopAccepting(): void {
+    this.server.close();
+    this.server.closeIdleConnections();
+  }
+
+  /** Closes every connection, finished or not. */
+  forceClose(): void {
+    this.server.closeAllConnections();
+  }
+
+  private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
+    if (req.method === 'POST' && path.endsWith('/infer')) {
+      const m = MODEL_ROUTE.exec(path);
+      if (m && m[3] === 'infer') {
+        void this.infer(req, res, decodeURIComponent(m[1] as string), m[2]);
+        return;
+      }
+    }
+    this.app(req, res);
+  }
+
+  private async infer(req: http.IncomingMessage, res: http.ServerResponse, modelName: string, version: string | undefined): Promise<void> {
+    const abort = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) abort.abort();
+    });
+    try {
+      const model = this.core.repository.get(modelName, version);
+      if (model.config.decoupled) {
+        throw new TritonError('UNSUPPORTED', "HTTP end point doesn't support models with decoupled transaction policy");
+      }
+      const limit = this.core.config.httpMaxInputSize;
+      const body = await readBody(req, limit);
+      const ihcl = req.headers['inference-header-content-length'];
+      const headerLength = ihcl === undefined ? null : Number(ihcl);
+      if (headerLength !== null && !Number.isInteger(headerLength)) {
+        throw new TritonError('INVALID_ARGUMENT', `inference header size should be in range (0, ${body.length}), got: ${ihcl}`);
+      }
+      const decoded = decodeHttpInfer(body, headerLength, model, this.core.config.jsonMaxDepth, abort.signal);
+      const response = await this.core.infer(decoded.request);
+      const { json, blobs } = encodeHttpInfer(response, decoded);
+      await writeInferResponse(req, res, json, blobs);
+    } catch (err) {
+      sendError(res, toTritonError(err));
+      // An over-limit body is not read to the end; close the connection rather than drain it.
+      if (err instanceof TritonError && err.code === 'PAYLOAD_TOO_LARGE') res.once('finish', () => req.destroy());
+    }
+  }
+}
+
+async function writeInferResponse(req: http.IncomingMessage, res: http.ServerResponse, json: string, blobs: Uint8Array[]): Promise<void> {
+  const encoding = negotiateEncoding(req.headers['accept-encoding'] as string | undefined);
+  const head = Buffer.from(json, 'utf8');
+  const headers: http.OutgoingHttpHeaders = {};
+  if (blobs.length > 0) {
+    headers['Content-Type'] = 'application/octet-stream';
+    headers['Inference-Header-Content-Length'] = head.length;
+  } else {
+    headers['Content-Type'] = 'application/json';
+  }
+  if (encoding) {
+    const body = await compress(blobs.length > 0 ? Buffer.concat([head, ...blobs]) : head, encoding);
+    headers['Content-Encoding'] = encoding;
+    headers['Content-Length'] = body.length;
+    res.writeHead(200, headers);
+    res.end(body);
+    return;
+  }
+  let length = head.length;
+  for (const b of blobs) length += b.byteLength;
+  headers['Content-Length'] = length;
+  res.writeHead(200, headers);
+  if (blobs.length === 0) {
+    res.end(head);
+    return;
+  }
+  res.cork();
+  res.write(head);
+  for (let i = 0; i < blobs.length - 1; i++) res.write(blobs[i]);
+  res.end(blobs[blobs.length - 1]);
+}
+
+/** Writes Triton's error body `{"error": "..."}` with the status from the error table. */
+export function sendError(res: http.ServerResponse, err: TritonError): void {
+  if (res.headersSent) {
+    res.destroy(err);
+    return;
+  }
+  const body = JSON.stringify({ error: err.message });
+  const headers: http.OutgoingHttpHeaders = { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) };
+  if (err.code === 'UNSUPPORTED' && /compression/i.test(err.message)) headers['Accept-Encoding'] = 'gzip, deflate';
+  res.writeHead(err.httpStatus, headers);
+  res.end(body);
+}
+
+function buildApp(core: ServerCore, router: Router): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+
+  const health = (ok: () => boolean) => (req: express.Request, res: express.Response) => {
+    if (req.method !== 'GET') return methodNotAllowed(res);
+    res.status(ok() ? 200 : 400).end();
+  };
+  app.all('/v2/health/live', health(() => core.isLive()));
+  app.all('/v2/health/ready', health(() => core.isReady()));
+  app.all('/v2', (req, res) => {
+    if (req.method !== 'GET') return methodNotAllowed(res);
+    res.json(core.metadata());
+  });
+
+  app.use((req, res, next: NextFunction) => {
+    const m = MODEL_ROUTE.exec(req.path);
+    if (!m) return next();
+    const [, rawName, version, action] = m;
+    const wantsPost = action === 'infer' || action === 'generate' || action === 'generate_stream';
+    if (req.method !== (wantsPost ? 'POST' : 'GET')) return methodNotAllowed(res);
+    try {
+      const model = core.repository.get(decodeURIComponent(rawName as string), version);
+      switch (action) {
+        case undefined:
+          res.json(model.metadata);
+          return;
+        case 'ready':
+          if (model.ready) res.status(200).end();
+          else sendError(res, new TritonError('MODEL_NOT_READY', 'Model version not ready'));
+          return;
+        case 'config':
+          res.json(model.configJson);
+          return;
+        default:
+          throw new TritonError('UNSUPPORTED', `the '${action}' endpoint is not supported by this server`);
+      }
+    } catch (err) {
+      sendError(res, toTritonError(err));
+    }
+  });
+
+  app.use(router);
+  app.use((_req, res) => sendError(res, new TritonError('NOT_FOUND', 'Not Found')));
+  return app;
+}
+
+function methodNotAllowed(res: http.ServerResponse): void {
+  sendError(res, new TritonError('METHOD_NOT_ALLOWED', 'Method Not Allowed'));
+}

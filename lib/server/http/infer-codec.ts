@@ -1,0 +1,186 @@
+import { TritonError } from '../../errors';
+import type { InferenceRequest, InferenceResponse, NamedTensor } from '../../model/inference';
+import type { Model } from '../../model/model';
+import { decodeBinary, encodeBinary } from '../../tensor/binary-codec';
+import { DTYPES, isDataType } from '../../tensor/dtype';
+import { decodeJsonData, encodeJsonData } from '../../tensor/json-codec';
+import { parseJson } from '../../tensor/lossless-json';
+import { parseParameters } from '../parameters';
+
+/** A decoded HTTP infer request plus what the encoder needs to answer it. */
+export interface DecodedHttpInfer {
+  request: InferenceRequest;
+  /** Per requested output, whether it goes back binary. */
+  binaryByOutput: Map<string, boolean>;
+  /** Binary for outputs the request did not list (`binary_data_output`). */
+  binaryDefault: boolean;
+}
+
+/**
+ * Decodes a KServe v2 HTTP infer body: a JSON header of `headerLength` bytes (the whole body when null)
+ * followed by the binary tensor section. A header length of 0 is a raw binary request for a model with
+ * one input.
+ */
+export function decodeHttpInfer(
+  body: Buffer,
+  headerLength: number | null,
+  model: Model,
+  maxDepth: number,
+  signal: AbortSignal,
+): DecodedHttpInfer {
+  if (headerLength === 0) return decodeRawBinary(body, model, signal);
+  const jsonLength = headerLength ?? body.length;
+  if (jsonLength < 0 || jsonLength > body.length) {
+    throw invalid(`inference header size should be in range (0, ${body.length}), got: ${jsonLength}`);
+  }
+  const header = parseJson(body.toString('utf8', 0, jsonLength), maxDepth);
+  if (!isObject(header)) throw invalid('the inference request JSON must be an object');
+  const id = header.id ?? '';
+  if (typeof id !== 'string') throw invalid("the request 'id' must be a string");
+  const { parameters, priority, timeoutMicroseconds, binaryDataOutput } = parseParameters(header.parameters, 'request');
+
+  if (!Array.isArray(header.inputs)) throw invalid("the inference request must have an 'inputs' array");
+  let offset = jsonLength;
+  const inputs: NamedTensor[] = header.inputs.map((raw: unknown, i: number) => {
+    if (!isObject(raw)) throw invalid(`input ${i} must be an object`);
+    const name = raw.name;
+    if (typeof name !== 'string') throw invalid(`input ${i} must have a string 'name'`);
+    const what = `input '${name}' for model '${model.name}'`;
+    const dtype = raw.datatype;
+    if (!isDataType(dtype)) throw invalid(`${what}: unknown datatype ${JSON.stringify(dtype)}`);
+    const shape = raw.shape;
+    if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= 0)) {
+      throw invalid(`${what}: 'shape' must be an array of non-negative integers`);
+    }
+    const params = raw.parameters === undefined ? {} : raw.parameters;
+    if (!isObject(params)) throw invalid(`${what}: 'parameters' must be an object`);
+    const binarySize = params.binary_data_size;
+    const sources = [raw.data !== undefined, binarySize !== undefined, params.shared_memory_region !== undefined].filter(Boolean).length;
+    if (sources !== 1) {
+      throw invalid(
+        "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. " +
+          `But ${what} sets ${sources === 0 ? 'none' : 'more than one'}`,
+      );
+    }
+    if (params.shared_memory_region !== undefined) {
+      throw new TritonError('UNSUPPORTED', `${what}: shared memory inputs are not supported by this server`);
+    }
+    if (binarySize !== undefined) {
+      const size = typeof binarySize === 'bigint' ? Number(binarySize) : binarySize;
+      if (typeof size !== 'number' || !Number.isInteger(size) || size < 0) throw invalid(`${what}: 'binary_data_size' must be a non-negative integer`);
+      if (headerLength === null) {
+        throw invalid("must specify valid 'Infer-Header-Content-Length' in request header and 'binary_data_size' when passing inputs in binary data format");
+      }
+      if (offset + size > body.length) {
+        throw invalid(`unexpected size for input '${name}', expecting ${offset + size - body.length} additional bytes for model '${model.name}'`);
+      }
+      const bytes = body.subarray(offset, offset + size);
+      offset += size;
+      return { name, tensor: { dtype, shape, data: decodeBinary(dtype, shape, bytes, what) } };
+    }
+    return { name, tensor: { dtype, shape, data: decodeJsonData(dtype, shape, raw.data, what) } };
+  });
+  if (offset !== body.length) throw invalid(`unexpected additional input data for model '${model.name}'`);
+
+  const binaryByOutput = new Map<string, boolean>();
+  let requestedOutputs: string[] | undefined;
+  if (header.outputs !== undefined) {
+    if (!Array.isArray(header.outputs)) throw invalid("'outputs' must be an array");
+    requestedOutputs = header.outputs.map((raw: unknown, i: number) => {
+      if (!isObject(raw) || typeof raw.name !== 'string') throw invalid(`output ${i} must be an object with a string 'name'`);
+      const params = raw.parameters ?? {};
+      if (!isObject(params)) throw invalid(`output '${raw.name}': 'parameters' must be an object`);
+      if (params.shared_memory_region !== undefined) {
+        throw new TritonError('UNSUPPORTED', `output '${raw.name}': shared memory outputs are not supported by this server`);
+      }
+      if (params.classification !== undefined && params.classification !== 0) {
+        throw new TritonError('UNSUPPORTED', `output '${raw.name}': the classification extension is not supported by this server`);
+      }
+      const binary = params.binary_data ?? false;
+      if (typeof binary !== 'boolean') throw invalid(`output '${raw.name}': 'binary_data' must be a boolean`);
+      binaryByOutput.set(raw.name, binary);
+      return raw.name;
+    });
+  }
+  return {
+    request: {
+      modelName: model.name,
+      modelVersion: model.version,
+      id,
+      inputs,
+      requestedOutputs,
+      parameters,
+      priority,
+      timeoutMicroseconds,
+      signal,
+    },
+    binaryByOutput,
+    binaryDefault: binaryDataOutput,
+  };
+}
+
+/** Raw binary request (header length 0): the whole body is the single input's data, batch 1. */
+function decodeRawBinary(body: Buffer, model: Model, signal: AbortSignal): DecodedHttpInfer {
+  const [spec, ...rest] = model.inputs;
+  if (!spec || rest.length > 0) {
+    throw invalid(`raw binary request requires model '${model.name}' to have exactly one input, it has ${model.inputs.length}`);
+  }
+  const what = `input '${spec.name}' for model '${model.name}'`;
+  const batch = model.config.effectiveMaxBatchSize > 0 ? [1] : [];
+  let shape: number[];
+  if (spec.dtype === 'BYTES') {
+    shape = [...batch, ...spec.shape.map(() => 1)];
+  } else {
+    const variable = spec.shape.filter((d) => d === -1).length;
+    if (variable > 1) throw invalid(`raw binary request: ${what} has more than one variable dim`);
+    const fixed = spec.shape.reduce((n, d) => (d === -1 ? n : n * d), 1);
+    const elements = body.length / DTYPES[spec.dtype].size;
+    const free = fixed === 0 ? 0 : elements / fixed;
+    if (!Number.isInteger(free) || (variable === 0 && elements !== fixed)) {
+      throw invalid(`raw binary request: ${body.length} bytes do not fit ${what} of shape [${spec.shape.join(',')}]`);
+    }
+    shape = [...batch, ...spec.shape.map((d) => (d === -1 ? free : d))];
+  }
+  return {
+    request: {
+      modelName: model.name,
+      modelVersion: model.version,
+      id: '',
+      inputs: [{ name: spec.name, tensor: { dtype: spec.dtype, shape, data: decodeBinary(spec.dtype, shape, body, what) } }],
+      parameters: {},
+      signal,
+    },
+    binaryByOutput: new Map(),
+    binaryDefault: true,
+  };
+}
+
+/** An encoded infer response: the JSON header and the binary blobs that follow it, in output order. */
+export interface EncodedHttpInfer {
+  json: string;
+  blobs: Uint8Array[];
+}
+
+/** Encodes a response: JSON `data` or binary blobs per output, as the request asked. */
+export function encodeHttpInfer(response: InferenceResponse, decoded: DecodedHttpInfer): EncodedHttpInfer {
+  const blobs: Uint8Array[] = [];
+  const outputs = response.outputs.map(({ name, tensor }) => {
+    const binary = decoded.binaryByOutput.get(name) ?? decoded.binaryDefault;
+    const head = `{"name":${JSON.stringify(name)},"datatype":"${tensor.dtype}","shape":[${tensor.shape.join(',')}]`;
+    if (!binary) return `${head},"data":${encodeJsonData(tensor)}}`;
+    const blob = encodeBinary(tensor);
+    if (blob.byteLength > 0) blobs.push(blob);
+    return `${head},"parameters":{"binary_data_size":${blob.byteLength}}}`;
+  });
+  const id = response.id ? `"id":${JSON.stringify(response.id)},` : '';
+  const json = `{${id}"model_name":${JSON.stringify(response.modelName)},"model_version":${JSON.stringify(response.modelVersion)},"outputs":[${outputs.join(',')}]}`;
+  return { json, blobs };
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function invalid(message: string): TritonError {
+  return new TritonError('INVALID_ARGUMENT', message);
+}

@@ -1,0 +1,74 @@
+import type { ParameterValue } from '../callable';
+import { TritonError } from '../errors';
+
+/** Request parameters split into the reserved ones the server acts on and the custom ones for the model. */
+export interface RequestParameters {
+  parameters: Record<string, ParameterValue>;
+  priority?: number;
+  timeoutMicroseconds?: number;
+  binaryDataOutput: boolean;
+}
+
+/** Keys the protocol reserves; they never reach the callable as custom parameters. */
+const RESERVED = new Set(['sequence_id', 'sequence_start', 'sequence_end', 'priority', 'timeout', 'headers', 'binary_data_output']);
+
+/**
+ * Splits a request's `parameters` object (JSON, or gRPC parameters already turned into plain values).
+ * Keys starting with `triton_` are refused as Triton refuses them, except those a transport allows
+ * (gRPC clients send `triton_enable_empty_final_response`).
+ */
+export function parseParameters(raw: unknown, where: string, allowedTritonKeys: ReadonlySet<string> = EMPTY): RequestParameters {
+  const out: RequestParameters = { parameters: {}, binaryDataOutput: false };
+  if (raw === undefined || raw === null) return out;
+  if (typeof raw !== 'object' || Array.isArray(raw)) throw invalid(`${where} 'parameters' must be an object`);
+  for (const [key, value] of Object.entries(raw as Record<string, unknown>)) {
+    if (key.startsWith('triton_')) {
+      if (allowedTritonKeys.has(key)) continue;
+      throw invalid("parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.");
+    }
+    if (RESERVED.has(key)) {
+      applyReserved(out, key, value);
+      continue;
+    }
+    if (typeof value === 'string' || typeof value === 'boolean' || typeof value === 'bigint' || (typeof value === 'number' && Number.isFinite(value))) {
+      out.parameters[key] = value;
+    } else {
+      throw invalid(`parameter '${key}' has an invalid type: expected a string, integer, boolean or double`);
+    }
+  }
+  return out;
+}
+
+const EMPTY: ReadonlySet<string> = new Set();
+
+function applyReserved(out: RequestParameters, key: string, value: unknown): void {
+  switch (key) {
+    case 'priority':
+      out.priority = unsigned(key, value);
+      return;
+    case 'timeout':
+      out.timeoutMicroseconds = unsigned(key, value);
+      return;
+    case 'binary_data_output':
+      if (typeof value !== 'boolean') throw invalid("parameter 'binary_data_output' must be a boolean");
+      out.binaryDataOutput = value;
+      return;
+    case 'sequence_start':
+    case 'sequence_end':
+      if (typeof value !== 'boolean') throw invalid(`parameter '${key}' must be a boolean`);
+      return;
+    default:
+      // sequence_id and headers are accepted; models here are not sequence models.
+      return;
+  }
+}
+
+function unsigned(key: string, value: unknown): number {
+  const n = typeof value === 'bigint' ? Number(value) : value;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) throw invalid(`parameter '${key}' must be a non-negative integer`);
+  return n;
+}
+
+function invalid(message: string): TritonError {
+  return new TritonError('INVALID_ARGUMENT', message);
+}

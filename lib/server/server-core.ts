@@ -1,0 +1,21 @@
+import type { TritonConfig } from '../config/triton-config';
+import type { InferenceRequest, InferenceResponse } from '../model/inference';
+import type { ModelRepository } from '../model/model-repository';
+
+/** Server metadata, as `GET /v2` and gRPC ServerMetadata return it. */
+export interface ServerMetadata {
+  name: string;
+  version: string;
+  extensions: string[];
+}
+
+/** What the transports need from the server; `Triton` implements it. Transports know nothing else. */
+export interface ServerCore {
+  readonly config: TritonConfig;
+  readonly repository: ModelRepository;
+  isLive(): boolean;
+  isReady(): boolean;
+  metadata(): ServerMetadata;
+  /** Runs one request through its model; tracks it as in flight for an orderly stop. */
+  infer(request: InferenceRequest): Promise<InferenceResponse>;
+}

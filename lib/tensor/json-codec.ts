@@ -1,0 +1,125 @@
+import { TritonError } from '../errors';
+import { DTYPES, type DataType, type TensorData } from './dtype';
+import { elementCount, type Tensor } from './tensor';
+
+const INT_RANGES: Partial<Record<DataType, readonly [bigint, bigint]>> = {
+  UINT8: [0n, 0xffn],
+  UINT16: [0n, 0xffffn],
+  UINT32: [0n, 0xffffffffn],
+  UINT64: [0n, 0xffffffffffffffffn],
+  INT8: [-0x80n, 0x7fn],
+  INT16: [-0x8000n, 0x7fffn],
+  INT32: [-0x80000000n, 0x7fffffffn],
+  INT64: [-0x8000000000000000n, 0x7fffffffffffffffn],
+};
+
+/**
+ * Decodes a JSON `data` field (flat or nested, row-major) into the element container of `dtype`.
+ * Integer types take JSON integers only (BigInt beyond 2^53), BOOL takes booleans only, BYTES takes
+ * strings (UTF-8 encoded); FP16 and BF16 have no JSON form.
+ */
+export function decodeJsonData<D extends DataType>(
+  dtype: D,
+  shape: readonly number[],
+  data: unknown,
+  what: string,
+): TensorData<D> {
+  const row = DTYPES[dtype];
+  if (row.json === 'binary-only') {
+    throw new TritonError('INVALID_ARGUMENT', `${what}: sending ${dtype} data via JSON is not supported, use the binary data extension`);
+  }
+  const flat: unknown[] = [];
+  flatten(data, flat, what);
+  const count = elementCount(shape);
+  if (flat.length !== count) {
+    throw new TritonError(
+      'INVALID_ARGUMENT',
+      `${what}: unable to parse 'data': shape [${shape.join(',')}] needs ${count} elements but 'data' holds ${flat.length}`,
+    );
+  }
+  switch (row.json) {
+    case 'string':
+      return flat.map((v, i) => {
+        if (typeof v !== 'string') throw badElement(what, i, 'a string', v);
+        return Buffer.from(v, 'utf8');
+      }) as TensorData<D>;
+    case 'bool': {
+      const out = new Uint8Array(count);
+      flat.forEach((v, i) => {
+        if (typeof v !== 'boolean') throw badElement(what, i, 'a boolean', v);
+        out[i] = v ? 1 : 0;
+      });
+      return out as TensorData<D>;
+    }
+    case 'float': {
+      const out = new (row.array as Float32ArrayConstructor | Float64ArrayConstructor)(count);
+      flat.forEach((v, i) => {
+        if (typeof v === 'number') out[i] = v;
+        else if (typeof v === 'bigint') out[i] = Number(v);
+        else throw badElement(what, i, 'a number', v);
+      });
+      return out as TensorData<D>;
+    }
+    default:
+      return decodeIntegers(dtype, flat, what) as TensorData<D>;
+  }
+}
+
+function decodeIntegers(dtype: DataType, flat: unknown[], what: string): TensorData {
+  const [min, max] = INT_RANGES[dtype] as readonly [bigint, bigint];
+  const big = dtype === 'INT64' || dtype === 'UINT64';
+  const out = new (DTYPES[dtype].array as unknown as new (n: number) => { [i: number]: number | bigint })(flat.length);
+  flat.forEach((v, i) => {
+    let b: bigint;
+    if (typeof v === 'bigint') b = v;
+    else if (typeof v === 'number' && Number.isInteger(v)) b = BigInt(v);
+    else throw badElement(what, i, `an integer for ${dtype}`, v);
+    if (b < min || b > max) throw badElement(what, i, `an integer in [${min}, ${max}] for ${dtype}`, v);
+    out[i] = big ? b : Number(b);
+  });
+  return out as unknown as TensorData;
+}
+
+function flatten(v: unknown, out: unknown[], what: string): void {
+  if (!Array.isArray(v)) {
+    throw new TritonError('INVALID_ARGUMENT', `${what}: 'data' must be an array`);
+  }
+  for (const e of v) {
+    if (Array.isArray(e)) flatten(e, out, what);
+    else out.push(e);
+  }
+}
+
+function badElement(what: string, index: number, expected: string, got: unknown): TritonError {
+  const shown = typeof got === 'bigint' ? got.toString() : JSON.stringify(got);
+  return new TritonError('INVALID_ARGUMENT', `${what}: 'data' element ${index} must be ${expected}, got ${shown}`);
+}
+
+/** The JSON text of a tensor's elements as a flat array; INT64/UINT64 exact; BYTES as UTF-8 strings. */
+export function encodeJsonData(t: Tensor): string {
+  const row = DTYPES[t.dtype];
+  switch (row.json) {
+    case 'binary-only':
+      throw new TritonError('INVALID_ARGUMENT', `output of datatype ${t.dtype} cannot be sent as JSON, request it with binary_data`);
+    case 'string':
+      return JSON.stringify((t.data as Uint8Array[]).map((e) => Buffer.from(e.buffer, e.byteOffset, e.byteLength).toString('utf8')));
+    case 'bool': {
+      const parts = new Array<string>(t.data.length);
+      const d = t.data as Uint8Array;
+      for (let i = 0; i < d.length; i++) parts[i] = d[i] ? 'true' : 'false';
+      return `[${parts.join(',')}]`;
+    }
+    case 'float': {
+      // Non-finite values have no JSON literal; Triton writes them as null.
+      const d = t.data as Float32Array | Float64Array;
+      const parts = new Array<string>(d.length);
+      for (let i = 0; i < d.length; i++) {
+        const x = d[i] as number;
+        parts[i] = Number.isFinite(x) ? String(x) : 'null';
+      }
+      return `[${parts.join(',')}]`;
+    }
+    default:
+      return `[${Array.prototype.join.call(t.data, ',')}]`;
+  }
+}

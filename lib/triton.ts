@@ -1,0 +1,252 @@
+import { ModelConfig, type ModelConfigInit } from './config/model-config';
+import { nameSpecs, type TensorSpec, type TensorSpecInit } from './config/tensor-spec';
+import { TritonConfig, type TritonConfigInit } from './config/triton-config';
+import { validateOrThrow } from './config/validate';
+import { TritonError, type UnrecoverableError } from './errors';
+import { resolveCallables, type InferFunc } from './infer-func';
+import { InProcessInstance } from './instances/in-process-instance';
+import { createLogger, type Logger } from './logger';
+import type { InferenceRequest, InferenceResponse } from './model/inference';
+import { Model } from './model/model';
+import { ModelRepository } from './model/model-repository';
+import { HttpServer } from './server/http/http-server';
+import type { ServerCore, ServerMetadata } from './server/server-core';
+import { VERSION } from './version';
+
+/** Arguments of `Triton.bind()`, as PyTriton's `bind`. */
+export interface BindOptions {
+  /** Model name: letters, digits, `_`, `-`, `.`; no path characters. */
+  modelName: string;
+  /** Model version (a positive integer); 1 by default. */
+  modelVersion?: number;
+  /** The callable: a function, an object with a decorated method, or a list of them (one instance each). */
+  inferFunc: InferFunc;
+  inputs: readonly (TensorSpec | TensorSpecInit)[];
+  outputs: readonly (TensorSpec | TensorSpecInit)[];
+  config?: ModelConfig | ModelConfigInit;
+  /** Also check output shapes against the declared dims (dtype and batch size are always checked). */
+  strict?: boolean;
+}
+
+/** A transport the server starts and stops (HTTP, gRPC, metrics). */
+export interface Transport {
+  readonly name: string;
+  /** Starts listening; resolves with the bound port. */
+  start(): Promise<number>;
+  /** Refuses new connections and calls; in-flight work continues. */
+  stopAccepting(): void | Promise<void>;
+  /** Ends everything still open. */
+  forceClose(): void;
+}
+
+type State = 'created' | 'starting' | 'running' | 'stopping' | 'stopped';
+
+const MODEL_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.\-]*$/;
+
+/** Extensions the server implements; `GET /v2` lists exactly these. */
+const EXTENSIONS = ['binary_tensor_data', 'model_configuration', 'parameters'];
+
+/**
+ * The server: binds models, serves them over HTTP (and the other transports), and stops in order:
+ * not-ready → stop accepting → drain in-flight work (up to `exitTimeoutSeconds`) → close instances.
+ */
+export class Triton implements ServerCore, AsyncDisposable {
+  readonly config: TritonConfig;
+  readonly repository = new ModelRepository();
+  readonly logger: Logger;
+  /** The HTTP endpoint; `http.router` takes users' own express routes. */
+  readonly http: HttpServer;
+  /** Ports actually bound, by transport name, once running. */
+  readonly ports: Record<string, number> = {};
+
+  private state: State = 'created';
+  private readonly transports: Transport[] = [];
+  private stopping: Promise<number> | undefined;
+  private exitCode = 0;
+  private inFlight = 0;
+  private idleWaiters: (() => void)[] = [];
+  private stopped!: Promise<number>;
+  private resolveStopped!: (code: number) => void;
+
+  constructor(config?: TritonConfig | TritonConfigInit) {
+    this.config = config instanceof TritonConfig ? config : TritonConfig.fromEnv(process.env, config);
+    validateOrThrow(this.config, 'TritonConfig');
+    this.logger = createLogger(this.config.logLevel);
+    this.http = new HttpServer(this);
+    if (this.config.allowHttp) {
+      this.addTransport({
+        name: 'http',
+        start: () => this.http.listen(this.config.httpPort, this.config.httpAddress),
+        stopAccepting: () => this.http.stopAccepting(),
+        forceClose: () => this.http.forceClose(),
+      });
+    }
+    this.stopped = new Promise((resolve) => (this.resolveStopped = resolve));
+  }
+
+  /** Adds a transport started by `run()` and stopped by `stop()`. */
+  addTransport(transport: Transport): void {
+    if (this.state !== 'created') throw new TritonError('INVALID_CONFIG', 'transports must be added before run()');
+    this.transports.push(transport);
+  }
+
+  /** Binds a model. Every invalid option is rejected here with a message naming the field. */
+  bind(options: BindOptions): Model {
+    if (this.state === 'stopping' || this.state === 'stopped') throw new TritonError('UNAVAILABLE', 'cannot bind: the server is stopping');
+    const { modelName } = options;
+    if (typeof modelName !== 'string' || !MODEL_NAME.test(modelName)) {
+      throw new TritonError('INVALID_CONFIG', `invalid modelName ${JSON.stringify(modelName)}: use letters, digits, '_', '-' and '.', starting with a letter, digit or '_'`);
+    }
+    const version = options.modelVersion ?? 1;
+    if (!Number.isInteger(version) || version < 1) {
+      throw new TritonError('INVALID_CONFIG', `invalid modelVersion for model '${modelName}': expected a positive integer, got ${String(version)}`);
+    }
+    if (this.repository.has(modelName)) {
+      const taken = this.repository.all().some((m) => m.name === modelName && m.version === String(version));
+      if (taken) throw new TritonError('ALREADY_EXISTS', `model '${modelName}' version ${version} is already bound`);
+    }
+    const config = options.config instanceof ModelConfig ? options.config : new ModelConfig(options.config);
+    validateOrThrow(config, `ModelConfig of model '${modelName}'`);
+    const inputs = nameSpecs(options.inputs ?? [], 'INPUT');
+    const outputs = nameSpecs(options.outputs ?? [], 'OUTPUT');
+    inputs.forEach((s, i) => validateOrThrow(s, `input ${i} of model '${modelName}'`));
+    outputs.forEach((s, i) => validateOrThrow(s, `output ${i} of model '${modelName}'`));
+    if (outputs.length === 0) throw new TritonError('INVALID_CONFIG', `model '${modelName}' must declare at least one output`);
+    for (const [kind, specs] of [['input', inputs], ['output', outputs]] as const) {
+      const seen = new Set<string>();
+      for (const s of specs) {
+        if (seen.has(s.name)) throw new TritonError('INVALID_CONFIG', `model '${modelName}' declares ${kind} '${s.name}' twice`);
+        seen.add(s.name);
+      }
+    }
+    const callables = resolveCallables(options.inferFunc, modelName);
+    const instances = callables.map((fn, i) => new InProcessInstance(`${modelName}_${i}`, { kind: 'cpu', id: 0 }, fn));
+    const model = new Model({
+      name: modelName,
+      version: String(version),
+      inputs,
+      outputs,
+      config,
+      instances,
+      strict: options.strict ?? false,
+      onUnrecoverable: (err, m) => this.onUnrecoverable(err, m),
+    });
+    this.repository.add(model);
+    if (this.state === 'running') model.state = 'READY';
+    return model;
+  }
+
+  /** Starts every transport in the background; resolves once they listen. */
+  async run(): Promise<void> {
+    if (this.state !== 'created') throw new TritonError('INVALID_CONFIG', `run() called twice (server is ${this.state})`);
+    this.state = 'starting';
+    try {
+      for (const t of this.transports) this.ports[t.name] = await t.start();
+    } catch (err) {
+      this.state = 'running';
+      await this.stop();
+      throw err;
+    }
+    for (const m of this.repository.all()) m.state = 'READY';
+    this.state = 'running';
+    this.logger.info({ ports: this.ports, models: this.repository.all().map((m) => m.name) }, 'serving');
+  }
+
+  /**
+   * Runs until stopped by `stop()`, SIGINT or SIGTERM, or an UnrecoverableError; resolves with the exit
+   * code (non-zero after an UnrecoverableError) and sets `process.exitCode` to it.
+   */
+  async serve(): Promise<number> {
+    await this.run();
+    const onSignal = (signal: NodeJS.Signals) => {
+      this.logger.info({ signal }, 'stopping on signal');
+      void this.stop();
+    };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    const code = await this.stopped;
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    process.exitCode = code;
+    return code;
+  }
+
+  /** Stops the server in order; idempotent. Resolves with the exit code. */
+  stop(): Promise<number> {
+    this.stopping ??= this.shutdown();
+    return this.stopping;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.stop();
+  }
+
+  /** Resolves with the exit code once the server has stopped, however it stopped. */
+  get done(): Promise<number> {
+    return this.stopped;
+  }
+
+  isLive(): boolean {
+    return this.state === 'running' || this.state === 'stopping';
+  }
+
+  isReady(): boolean {
+    if (this.state !== 'running') return false;
+    return !this.config.strictReadiness || this.repository.all().every((m) => m.ready);
+  }
+
+  metadata(): ServerMetadata {
+    return { name: 'tstriton', version: this.config.serverVersion ?? VERSION, extensions: [...EXTENSIONS] };
+  }
+
+  async infer(request: InferenceRequest): Promise<InferenceResponse> {
+    if (this.state !== 'running') throw new TritonError('UNAVAILABLE', 'Server is stopping and accepts no new requests');
+    const model = this.repository.get(request.modelName, request.modelVersion);
+    this.inFlight++;
+    try {
+      return await model.infer(request);
+    } finally {
+      this.inFlight--;
+      if (this.inFlight === 0) for (const w of this.idleWaiters.splice(0)) w();
+    }
+  }
+
+  private onUnrecoverable(err: UnrecoverableError, model: Model): void {
+    this.logger.error({ model: model.name, err: err.message }, 'unrecoverable error: stopping the server');
+    this.exitCode = 1;
+    for (const m of this.repository.all()) m.state = 'UNAVAILABLE';
+    // Let the failing batch answer its clients before the transports close.
+    setImmediate(() => void this.stop());
+  }
+
+  private async shutdown(): Promise<number> {
+    const wasRunning = this.state === 'running' || this.state === 'starting';
+    this.state = 'stopping';
+    for (const m of this.repository.all()) m.state = 'UNAVAILABLE';
+    if (wasRunning) {
+      for (const t of this.transports) await t.stopAccepting();
+      const drained = await this.waitIdle(this.config.exitTimeoutSeconds * 1000);
+      if (!drained) {
+        this.logger.warn({ inFlight: this.inFlight }, 'exit timeout reached: cancelling remaining requests');
+        for (const m of this.repository.all()) m.scheduler.rejectAll(new TritonError('UNAVAILABLE', 'Server stopped before the request ran'));
+      }
+      for (const t of this.transports) t.forceClose();
+    }
+    await Promise.allSettled(this.repository.all().flatMap((m) => m.instances.map((i) => i.close())));
+    this.state = 'stopped';
+    this.logger.info({ exitCode: this.exitCode }, 'stopped');
+    this.resolveStopped(this.exitCode);
+    return this.exitCode;
+  }
+
+  private waitIdle(timeoutMs: number): Promise<boolean> {
+    if (this.inFlight === 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), timeoutMs);
+      this.idleWaiters.push(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
+}

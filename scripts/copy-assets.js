@@ -1,0 +1,12 @@
+// Copies non-TypeScript assets (the .proto files) next to the compiled code in dist/.
+const fs = require('node:fs');
+const path = require('node:path');
+
+const root = path.resolve(__dirname, '..');
+const pairs = [['lib/server/grpc/proto', 'dist/lib/server/grpc/proto']];
+for (const [from, to] of pairs) {
+  const src = path.join(root, from);
+  if (!fs.existsSync(src)) continue;
+  fs.mkdirSync(path.join(root, to), { recursive: true });
+  for (const f of fs.readdirSync(src)) fs.copyFileSync(path.join(src, f), path.join(root, to, f));
+}
