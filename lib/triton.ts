@@ -33,7 +33,7 @@ export interface Transport {
   readonly name: string;
   /** Starts listening; resolves with the bound port. */
   start(): Promise<number>;
-  /** Refuses new connections and calls; in-flight work continues. */
+  /** Refuses new connections and calls; called once in-flight inference has drained. */
   stopAccepting(): void | Promise<void>;
   /** Ends everything still open. */
   forceClose(): void;
@@ -48,7 +48,8 @@ const EXTENSIONS = ['binary_tensor_data', 'model_configuration', 'parameters'];
 
 /**
  * The server: binds models, serves them over HTTP (and the other transports), and stops in order:
- * not-ready → stop accepting → drain in-flight work (up to `exitTimeoutSeconds`) → close instances.
+ * not-ready and refusing new inference → drain in-flight work (up to `exitTimeoutSeconds`, then fail what is
+ * left) → close the transports → close the instances.
  */
 export class Triton implements ServerCore, AsyncDisposable {
   readonly config: TritonConfig;
@@ -221,15 +222,17 @@ export class Triton implements ServerCore, AsyncDisposable {
 
   private async shutdown(): Promise<number> {
     const wasRunning = this.state === 'running' || this.state === 'starting';
+    // Not ready first: health probes answer "not ready" and new inference is refused with UNAVAILABLE
+    // while the transports stay up for the requests still in flight.
     this.state = 'stopping';
     for (const m of this.repository.all()) m.state = 'UNAVAILABLE';
     if (wasRunning) {
-      for (const t of this.transports) await t.stopAccepting();
       const drained = await this.waitIdle(this.config.exitTimeoutSeconds * 1000);
       if (!drained) {
-        this.logger.warn({ inFlight: this.inFlight }, 'exit timeout reached: cancelling remaining requests');
+        this.logger.warn({ inFlight: this.inFlight }, 'exit timeout reached: failing the remaining requests');
         for (const m of this.repository.all()) m.scheduler.rejectAll(new TritonError('UNAVAILABLE', 'Server stopped before the request ran'));
       }
+      for (const t of this.transports) await t.stopAccepting();
       for (const t of this.transports) t.forceClose();
     }
     await Promise.allSettled(this.repository.all().flatMap((m) => m.instances.map((i) => i.close())));

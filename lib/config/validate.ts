@@ -4,19 +4,19 @@ import { TritonError } from '../errors';
 
 /**
  * Validates a config object (and its nested configs) and throws one INVALID_CONFIG error that lists every
- * problem, each prefixed with the field's path: `ModelConfig.batcher.maxQueueDelayMicroseconds: ...`.
+ * problem, each prefixed with the field's path: `invalid ModelConfig: batcher.maxQueueDelayMicroseconds: ...`.
  */
 export function validateOrThrow(value: object, label: string): void {
   const errors = validateSync(value, { forbidUnknownValues: false });
   if (errors.length === 0) return;
   const lines: string[] = [];
-  collect(errors, label, lines);
+  collect(errors, '', lines);
   throw new TritonError('INVALID_CONFIG', `invalid ${label}: ${lines.join('; ')}`);
 }
 
 function collect(errors: ValidationError[], path: string, out: string[]): void {
   for (const e of errors) {
-    const here = `${path}.${e.property}`;
+    const here = path ? `${path}.${e.property}` : e.property;
     for (const message of Object.values(e.constraints ?? {})) out.push(`${here}: ${message}`);
     if (e.children && e.children.length > 0) collect(e.children, here, out);
   }

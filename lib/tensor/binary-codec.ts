@@ -23,7 +23,8 @@ export function decodeBinary<D extends DataType>(
   if (bytes.byteLength !== expected) {
     throw new TritonError('INVALID_ARGUMENT', `input byte size mismatch for ${what}. Expected ${expected}, got ${bytes.byteLength}`);
   }
-  const aligned = bytes.byteOffset % row.size === 0 ? bytes : bytes.slice();
+  // A Buffer's slice() is a view, so copy through the Uint8Array constructor, which owns its memory.
+  const aligned = bytes.byteOffset % row.size === 0 ? bytes : new Uint8Array(bytes);
   return new Ctor(aligned.buffer, aligned.byteOffset, count) as unknown as TensorData<D>;
 }
 

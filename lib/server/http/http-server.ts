@@ -18,6 +18,9 @@ export class HttpServer {
   /** Mount your own routes here; they are tried before the server's 404. */
   readonly router: Router;
   private readonly server: http.Server;
+  /** Infer exchanges whose response has not been fully written yet. */
+  private active = 0;
+  private idleWaiters: (() => void)[] = [];
 
   constructor(private readonly core: ServerCore) {
     this.router = express.Router();
@@ -37,10 +40,21 @@ export class HttpServer {
     });
   }
 
-  /** Stops accepting connections and closes idle ones; in-flight requests finish. */
-  stopAccepting(): void {
+  /**
+   * Stops accepting connections and closes idle ones; resolves once every infer response in progress has
+   * been written (or `graceMs` has passed).
+   */
+  stopAccepting(graceMs = 5000): Promise<void> {
     this.server.close();
     this.server.closeIdleConnections();
+    if (this.active === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, graceMs);
+      this.idleWaiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
   }
 
   /** Closes every connection, finished or not. */
@@ -64,8 +78,10 @@ export class HttpServer {
 
   private async infer(req: http.IncomingMessage, res: http.ServerResponse, modelName: string, version: string | undefined): Promise<void> {
     const abort = new AbortController();
+    this.active++;
     res.once('close', () => {
       if (!res.writableFinished) abort.abort();
+      if (--this.active === 0) for (const w of this.idleWaiters.splice(0)) w();
     });
     try {
       const model = this.core.repository.get(modelName, version);

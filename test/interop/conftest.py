@@ -1,0 +1,80 @@
+"""Starts the example server (`dist/examples/serve.js`) on free ports for the interop tests."""
+import json
+import os
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class RunningServer:
+    """A tstriton process and the ports it bound."""
+
+    def __init__(self, proc, ports, log):
+        self.proc = proc
+        self.ports = ports
+        self.log = log
+
+    @property
+    def http_url(self):
+        return f"127.0.0.1:{self.ports['http']}"
+
+    @property
+    def grpc_url(self):
+        return f"127.0.0.1:{self.ports['grpc']}"
+
+    @property
+    def metrics_url(self):
+        return f"127.0.0.1:{self.ports['metrics']}"
+
+
+def start_server(script="dist/examples/serve.js", env=None, timeout=30):
+    """Starts a server script with every port at 0 and waits for its 'serving' log line."""
+    full_env = dict(os.environ)
+    full_env.update({"TSTRITON_HTTP_PORT": "0", "TSTRITON_GRPC_PORT": "0", "TSTRITON_METRICS_PORT": "0",
+                     "TSTRITON_HTTP_ADDRESS": "127.0.0.1", "TSTRITON_GRPC_ADDRESS": "127.0.0.1",
+                     "TSTRITON_METRICS_ADDRESS": "127.0.0.1"})
+    full_env.update(env or {})
+    proc = subprocess.Popen(["node", str(ROOT / script)], cwd=ROOT, env=full_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    log = []
+    found = threading.Event()
+    holder = {}
+
+    def pump():
+        for line in proc.stdout:
+            log.append(line)
+            if not found.is_set():
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                if record.get("msg") == "serving":
+                    holder["ports"] = record["ports"]
+                    found.set()
+
+    threading.Thread(target=pump, daemon=True).start()
+    if not found.wait(timeout):
+        proc.kill()
+        raise RuntimeError("server did not start:\n" + "".join(log))
+    return RunningServer(proc, holder["ports"], log)
+
+
+def stop_server(server, timeout=30):
+    if server.proc.poll() is None:
+        server.proc.terminate()
+        try:
+            server.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            server.proc.kill()
+    return server.proc.returncode
+
+
+@pytest.fixture(scope="session")
+def server():
+    running = start_server()
+    yield running
+    stop_server(running)

@@ -1,0 +1,42 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { ERROR_CODES, GrpcStatus, TritonError, UnrecoverableError, toTritonError } from '../../../lib/errors';
+import { VERSION } from '../../../lib/version';
+
+const grpcName = (code: number) => Object.entries(GrpcStatus).find(([, v]) => v === code)?.[0];
+
+describe('error table', () => {
+  const doc = fs.readFileSync(path.join(__dirname, '../../../docs/errors.md'), 'utf8');
+
+  it.each(Object.entries(ERROR_CODES))('docs/errors.md lists %s with its statuses', (code, kind) => {
+    const line = doc.split('\n').find((l) => l.startsWith(`| \`${code}\` |`));
+    expect(line).toBeDefined();
+    const cells = (line as string).split('|').map((c) => c.trim());
+    expect(cells[2]).toBe(String(kind.http));
+    expect(cells[3]).toBe(grpcName(kind.grpc));
+  });
+
+  it('docs/errors.md lists no code the table lacks', () => {
+    const documented = [...doc.matchAll(/^\| `([A-Z_]+)` \|/gm)].map((m) => m[1]);
+    expect(documented.sort()).toEqual(Object.keys(ERROR_CODES).sort());
+  });
+
+  it("maps unknown models to 400 / INVALID_ARGUMENT, as Triton does", () => {
+    const e = new TritonError('MODEL_NOT_FOUND', 'x');
+    expect([e.httpStatus, e.grpcStatus]).toEqual([400, GrpcStatus.INVALID_ARGUMENT]);
+  });
+
+  it('wraps foreign errors, keeping UnrecoverableError recognisable', () => {
+    expect(toTritonError(new Error('x'), 'INFERENCE_FAILED').code).toBe('INFERENCE_FAILED');
+    expect(toTritonError(new UnrecoverableError('gpu lost')).code).toBe('UNRECOVERABLE');
+    const same = new TritonError('NOT_FOUND', 'n');
+    expect(toTritonError(same)).toBe(same);
+  });
+});
+
+describe('version', () => {
+  it('equals package.json', () => {
+    const pkg = JSON.parse(fs.readFileSync(path.join(__dirname, '../../../package.json'), 'utf8')) as { version: string };
+    expect(VERSION).toBe(pkg.version);
+  });
+});

@@ -1,0 +1,156 @@
+import type { Request, Response } from '../../../lib/callable';
+import type { Instance } from '../../../lib/instances/instance';
+import { Scheduler, type SchedulerOptions } from '../../../lib/scheduler/scheduler';
+
+/** An instance whose executions finish when the test says so, recording each batch's request ids. */
+class GatedInstance implements Instance {
+  readonly device = { kind: 'cpu' as const, id: 0 };
+  readonly batches: string[][] = [];
+  private gates: (() => void)[] = [];
+  constructor(readonly name: string) {}
+  execute(requests: Request[]): Promise<Response[]> {
+    this.batches.push(requests.map((r) => r.id));
+    return new Promise((resolve) => this.gates.push(() => resolve(requests.map((r) => ({ id: { shape: [1], data: [r.id] } })))));
+  }
+  release(): void {
+    this.gates.shift()?.();
+  }
+  async close(): Promise<void> {}
+}
+
+function req(id: string, signal = new AbortController().signal): Request {
+  return { inputs: {}, parameters: {}, requestedOutputs: [], id, signal };
+}
+
+const options = (o: Partial<SchedulerOptions> = {}): SchedulerOptions => ({
+  maxBatchSize: 8,
+  dynamicBatching: true,
+  maxQueueDelayMicroseconds: 0,
+  preferredBatchSize: [],
+  maxQueueSize: 0,
+  ...o,
+});
+
+const tick = () => new Promise((r) => setImmediate(r));
+
+describe('Scheduler', () => {
+  it('runs the first request at once and batches what queued while the instance was busy', async () => {
+    const inst = new GatedInstance('i0');
+    const s = new Scheduler([inst], options());
+    const all = ['a', 'b', 'c', 'd'].map((id) => s.enqueue(req(id), 1, 'k'));
+    expect(inst.batches).toEqual([['a']]);
+    inst.release();
+    await tick();
+    expect(inst.batches).toEqual([['a'], ['b', 'c', 'd']]);
+    inst.release();
+    const responses = await Promise.all(all);
+    expect(responses.map((r) => (r.id!.data as string[])[0])).toEqual(['a', 'b', 'c', 'd']);
+  });
+
+  it('never exceeds maxBatchSize rows and keeps incompatible shapes apart', async () => {
+    const inst = new GatedInstance('i0');
+    const s = new Scheduler([inst], options({ maxBatchSize: 4 }));
+    const p = [s.enqueue(req('first'), 1, 'k')];
+    p.push(s.enqueue(req('r3'), 3, 'k'), s.enqueue(req('r2'), 2, 'k'), s.enqueue(req('other'), 1, 'k2'), s.enqueue(req('r1'), 1, 'k'));
+    for (let i = 0; i < 5; i++) {
+      inst.release();
+      await tick();
+    }
+    await Promise.all(p);
+    expect(inst.batches).toEqual([['first'], ['r3'], ['r2'], ['other'], ['r1']]);
+  });
+
+  it('spreads work over idle instances', async () => {
+    const a = new GatedInstance('a');
+    const b = new GatedInstance('b');
+    const s = new Scheduler([a, b], options());
+    const p = ['1', '2', '3'].map((id) => s.enqueue(req(id), 1, 'k'));
+    expect(a.batches.length + b.batches.length).toBe(2);
+    a.release();
+    b.release();
+    await tick();
+    a.release();
+    b.release();
+    await Promise.all(p);
+    expect([...a.batches, ...b.batches].flat().sort()).toEqual(['1', '2', '3']);
+  });
+
+  it('runs one request per execution without a dynamic batcher', async () => {
+    const inst = new GatedInstance('i0');
+    const s = new Scheduler([inst], options({ dynamicBatching: false }));
+    const p = ['a', 'b', 'c'].map((id) => s.enqueue(req(id), 1, 'k'));
+    for (let i = 0; i < 3; i++) {
+      inst.release();
+      await tick();
+    }
+    await Promise.all(p);
+    expect(inst.batches).toEqual([['a'], ['b'], ['c']]);
+  });
+
+  it('rejects beyond maxQueueSize with UNAVAILABLE', async () => {
+    const inst = new GatedInstance('i0');
+    const s = new Scheduler([inst], options({ maxQueueSize: 1 }));
+    const running = s.enqueue(req('running'), 1, 'k');
+    const queued = s.enqueue(req('queued'), 1, 'k');
+    await expect(s.enqueue(req('excess'), 1, 'k')).rejects.toMatchObject({ code: 'UNAVAILABLE', message: 'Exceeds maximum queue size' });
+    inst.release();
+    await tick();
+    inst.release();
+    await Promise.all([running, queued]);
+  });
+
+  it('waits up to maxQueueDelay for a fuller batch, then cuts it', async () => {
+    jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick', 'queueMicrotask'] });
+    const inst = new GatedInstance('i0');
+    const s = new Scheduler([inst], options({ maxQueueDelayMicroseconds: 20_000, maxBatchSize: 3 }));
+    const p1 = s.enqueue(req('a'), 1, 'k');
+    expect(inst.batches).toEqual([]);
+    const p2 = s.enqueue(req('b'), 1, 'k');
+    expect(inst.batches).toEqual([]);
+    const p3 = s.enqueue(req('c'), 1, 'k');
+    expect(inst.batches).toEqual([['a', 'b', 'c']]); // full: no wait
+    inst.release();
+    const p4 = s.enqueue(req('d'), 1, 'k');
+    await Promise.all([p1, p2, p3]);
+    expect(inst.batches.length).toBe(1);
+    jest.advanceTimersByTime(19);
+    expect(inst.batches.length).toBe(1);
+    jest.advanceTimersByTime(2); // the delay expires and the partial batch is cut
+    expect(inst.batches).toEqual([['a', 'b', 'c'], ['d']]);
+    inst.release();
+    await p4;
+    jest.useRealTimers();
+  });
+
+  it('removes a cancelled request from the queue and fails it', async () => {
+    const inst = new GatedInstance('i0');
+    const s = new Scheduler([inst], options());
+    const running = s.enqueue(req('running'), 1, 'k');
+    const ac = new AbortController();
+    const cancelled = s.enqueue(req('gone', ac.signal), 1, 'k');
+    expect(s.pendingCount).toBe(1);
+    ac.abort();
+    await expect(cancelled).rejects.toMatchObject({ code: 'CANCELLED' });
+    expect(s.pendingCount).toBe(0);
+    inst.release();
+    await running;
+    expect(inst.batches).toEqual([['running']]);
+  });
+
+  it('fails the whole batch when the instance throws, and keeps serving', async () => {
+    let fail = true;
+    const inst: Instance = {
+      name: 'x',
+      device: { kind: 'cpu', id: 0 },
+      execute: async (rs) => {
+        if (fail) throw new Error('boom');
+        return rs.map(() => ({}));
+      },
+      close: async () => {},
+    };
+    const s = new Scheduler([inst], options());
+    await expect(s.enqueue(req('a'), 1, 'k')).rejects.toMatchObject({ code: 'INFERENCE_FAILED', message: 'boom' });
+    fail = false;
+    await expect(s.enqueue(req('b'), 1, 'k')).resolves.toEqual({});
+  });
+});

@@ -1,0 +1,143 @@
+import { DATA_TYPES, DTYPES, type DataType } from '../../../lib/tensor/dtype';
+import { decodeBinary, encodeBinary, decodeBytesElements, encodeBytesElements } from '../../../lib/tensor/binary-codec';
+import { decodeJsonData, encodeJsonData } from '../../../lib/tensor/json-codec';
+import { parseJson } from '../../../lib/tensor/lossless-json';
+import { concatBatch, sliceBatch, tensor } from '../../../lib/tensor/tensor';
+import { TritonError } from '../../../lib/errors';
+
+describe('dtype table', () => {
+  it('covers every KServe datatype with its config enum', () => {
+    expect(DATA_TYPES).toEqual(['BOOL', 'UINT8', 'UINT16', 'UINT32', 'UINT64', 'INT8', 'INT16', 'INT32', 'INT64', 'FP16', 'FP32', 'FP64', 'BYTES', 'BF16']);
+    expect(DTYPES.BYTES.configType).toBe('TYPE_STRING');
+    expect(DTYPES.FP32.configEnum).toBe(11);
+    expect(DTYPES.BF16.configEnum).toBe(14);
+    for (const d of DATA_TYPES) {
+      if (d === 'BYTES') continue;
+      const row = DTYPES[d];
+      expect(row.array?.BYTES_PER_ELEMENT).toBe(row.size);
+    }
+  });
+});
+
+const samples: [DataType, unknown[]][] = [
+  ['BOOL', [true, false, true]],
+  ['UINT8', [0, 255, 7]],
+  ['UINT16', [0, 65535, 9]],
+  ['UINT32', [0, 4294967295, 1]],
+  ['UINT64', [0n, 18446744073709551615n, 9007199254740993n]],
+  ['INT8', [-128, 127, 0]],
+  ['INT16', [-32768, 32767, 3]],
+  ['INT32', [-2147483648, 2147483647, 5]],
+  ['INT64', [-9223372036854775808n, 9223372036854775807n, 9007199254740993n]],
+  ['FP32', [1.5, -2.25, 0]],
+  ['FP64', [0.1, -1e300, 3]],
+  ['BYTES', ['a\u0000b', '', 'héllo']],
+];
+
+describe.each(samples)('%s codecs', (dtype, values) => {
+  it('decodes JSON data and encodes it back exactly, flat', () => {
+    const data = decodeJsonData(dtype, [3], values, 'input X');
+    const text = encodeJsonData({ dtype, shape: [3], data });
+    const back = parseJson(text, 10) as unknown[];
+    expect(back.map((v) => (typeof v === 'bigint' ? v : v))).toEqual(values.map((v) => (typeof v === 'bigint' && v >= -(2n ** 53n) && v <= 2n ** 53n ? Number(v) : v)));
+  });
+
+  it('round-trips through the binary wire form', () => {
+    const data = decodeJsonData(dtype, [3], values, 'input X');
+    const wire = encodeBinary({ dtype, shape: [3], data });
+    const copy = Buffer.concat([Buffer.from([9]), Buffer.from(wire)]).subarray(1); // misaligned on purpose
+    const back = decodeBinary(dtype, [3], copy, 'input X');
+    expect(encodeJsonData({ dtype, shape: [3], data: back })).toBe(encodeJsonData({ dtype, shape: [3], data }));
+  });
+
+  it('accepts nested JSON data', () => {
+    const nested = [[values[0]], [values[1], values[2]]];
+    expect(decodeJsonData(dtype, [3], nested, 'x').length).toBe(3);
+  });
+});
+
+describe('JSON codec errors', () => {
+  it.each([
+    ['FP16', [1, 2], /FP16 data via JSON is not supported/],
+    ['BF16', [1, 2], /BF16 data via JSON is not supported/],
+    ['INT32', [1.5, 2], /element 0 must be an integer/],
+    ['UINT8', [256, 2], /element 0 must be an integer in \[0, 255\]/],
+    ['BOOL', [1, 0], /element 0 must be a boolean/],
+    ['BYTES', [1, 'a'], /element 0 must be a string/],
+    ['FP32', [1], /needs 2 elements but 'data' holds 1/],
+  ] as const)('%s %j is rejected', (dtype, data, message) => {
+    expect(() => decodeJsonData(dtype, [2], data, 'input X')).toThrow(message);
+  });
+});
+
+describe('binary codec', () => {
+  it('keeps embedded NULs in BYTES elements', () => {
+    const elements = [Buffer.from([0, 1, 0]), Buffer.alloc(0), Buffer.from('x')];
+    const wire = encodeBytesElements(elements);
+    expect(wire.length).toBe(3 * 4 + 4);
+    const back = decodeBytesElements(wire, 3, 'x');
+    expect(back.map((e) => [...e])).toEqual([[0, 1, 0], [], [120]]);
+  });
+
+  it('rejects truncated BYTES and wrong sizes', () => {
+    expect(() => decodeBytesElements(Buffer.from([5, 0, 0, 0, 1]), 1, 'x')).toThrow(/declares 5 bytes/);
+    expect(() => decodeBytesElements(Buffer.from([1, 0]), 1, 'x')).toThrow(/truncated/);
+    expect(() => decodeBinary('FP32', [2], Buffer.alloc(7), "input 'a'")).toThrow(/Expected 8, got 7/);
+  });
+
+  it('views aligned numeric data without copying', () => {
+    const buf = Buffer.from(new Float32Array([1, 2]).buffer);
+    const data = decodeBinary('FP32', [2], buf, 'x');
+    expect(data.buffer).toBe(buf.buffer);
+  });
+});
+
+describe('parseJson', () => {
+  it('keeps integers beyond 2^53 exact and others as numbers', () => {
+    const v = parseJson('{"a":[9007199254740993,-9223372036854775808,1,2.5e3],"s":"12345678901234567890"}', 10) as {
+      a: unknown[];
+      s: string;
+    };
+    expect(v.a).toEqual([9007199254740993n, -9223372036854775808n, 1, 2500]);
+    expect(v.s).toBe('12345678901234567890');
+  });
+
+  it('enforces the nesting limit on both paths', () => {
+    const deep = `${'['.repeat(11)}${']'.repeat(11)}`;
+    expect(() => parseJson(deep, 10)).toThrow(/nesting deeper than 10/);
+    expect(() => parseJson(`${'['.repeat(11)}1234567890123456789${']'.repeat(11)}`, 10)).toThrow(/nesting deeper than 10/);
+    expect(parseJson(`${'['.repeat(10)}${']'.repeat(10)}`, 10)).toBeDefined();
+  });
+
+  it('reports malformed JSON as INVALID_ARGUMENT', () => {
+    for (const bad of ['{"a":', '{"a":12345678901234567890', 'nope']) {
+      try {
+        parseJson(bad, 10);
+        throw new Error('expected a failure');
+      } catch (err) {
+        expect(err).toBeInstanceOf(TritonError);
+        expect((err as TritonError).code).toBe('INVALID_ARGUMENT');
+      }
+    }
+  });
+});
+
+describe('batch helpers', () => {
+  it('concatenates along dim 0 and slices back as views', () => {
+    const a = tensor('INT32', [1, 2], new Int32Array([1, 2]));
+    const b = tensor('INT32', [2, 2], new Int32Array([3, 4, 5, 6]));
+    const all = concatBatch([a, b]);
+    expect(all.shape).toEqual([3, 2]);
+    expect([...all.data]).toEqual([1, 2, 3, 4, 5, 6]);
+    const tail = sliceBatch(all, 1, 3);
+    expect(tail.shape).toEqual([2, 2]);
+    expect([...tail.data]).toEqual([3, 4, 5, 6]);
+    expect(tail.data.buffer).toBe(all.data.buffer);
+  });
+
+  it('tensor() checks the container and the element count', () => {
+    expect(() => tensor('FP32', [2], new Int32Array(2) as unknown as Float32Array)).toThrow(/expects Float32Array, got Int32Array/);
+    expect(() => tensor('FP32', [3], new Float32Array(2))).toThrow(/needs 3 elements, got 2/);
+    expect(tensor('BYTES', [2], ['a', 'b']).data[1]).toEqual(Buffer.from('b'));
+  });
+});
