@@ -3,7 +3,7 @@ const eslint = require('@eslint/js');
 const tseslint = require('typescript-eslint');
 
 module.exports = tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '**/*.js', '!eslint.config.js'] },
+  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '**/*.js'] },
   eslint.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -41,7 +41,7 @@ export interface Transport {
 
 type State = 'created' | 'starting' | 'running' | 'stopping' | 'stopped';
 
-const MODEL_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.\-]*$/;
+const MODEL_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
 
 /** Extensions the server implements; `GET /v2` lists exactly these. */
 const EXTENSIONS = ['binary_tensor_data', 'model_configuration', 'parameters'];

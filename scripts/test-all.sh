@@ -3,6 +3,7 @@
 # and ends with one line: "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
+bash scripts/install-test-tools.sh >/dev/null || echo "warning: could not install the interop test tools (see scripts/install-test-tools.sh)"
 out=$(mktemp -d)
 passed=0
 failed=0

@@ -20,7 +20,7 @@ const KEYS = ['name', 'dtype', 'shape', 'optional'] as const;
 export class TensorSpec {
   @IsOptional()
   @IsString()
-  @Matches(/^[A-Za-z0-9_.:\-]+$/, { message: 'name may hold only letters, digits and _ . : -' })
+  @Matches(/^[A-Za-z0-9_.:-]+$/, { message: 'name may hold only letters, digits and _ . : -' })
   name?: string;
 
   @IsIn(DATA_TYPES, { message: `dtype must be one of ${DATA_TYPES.join(', ')}` })

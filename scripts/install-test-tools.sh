@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what the interop tests drive the server with, if it is not there yet (idempotent, quick when done):
+#   - Python: tritonclient[all], numpy, pytest
+#   - perf_analyzer: the binary shipped in tritonclient 2.51.0's wheel (the newest that runs on glibc 2.36),
+#     in its own venv so that the tritonclient above stays current; it needs libb64 from Debian and the
+#     CUDA runtime library from PyPI to load, though it runs on CPU-only machines.
+set -euo pipefail
+PA_VENV=${PA_VENV:-/opt/perf_analyzer}
+
+have_py() { python3 -c 'import tritonclient.http, tritonclient.grpc, numpy, pytest' >/dev/null 2>&1; }
+if ! have_py; then
+  python3 -m pip install -q "tritonclient[all]" numpy pytest
+fi
+
+if ! perf_analyzer --version >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && ! ldconfig -p | grep -q libb64.so.0d; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends libb64-0d >/dev/null
+  fi
+  [ -x "$PA_VENV/bin/python" ] || python3 -m venv "$PA_VENV"
+  "$PA_VENV/bin/pip" install -q --no-deps "tritonclient==2.51.0" "nvidia-cuda-runtime-cu12==12.9.79"
+  cudart=$("$PA_VENV/bin/python" -c 'import nvidia.cuda_runtime as m, os; print(os.path.join(list(m.__path__)[0], "lib"))')
+  bin_dir=/usr/local/bin
+  [ -w "$bin_dir" ] || bin_dir="$HOME/.local/bin"
+  mkdir -p "$bin_dir"
+  cat > "$bin_dir/perf_analyzer" <<WRAP
+#!/bin/sh
+LD_LIBRARY_PATH="$cudart\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}" exec "$PA_VENV/bin/perf_analyzer" "\$@"
+WRAP
+  chmod +x "$bin_dir/perf_analyzer"
+fi
+perf_analyzer --version
