@@ -9,6 +9,8 @@ import { createLogger, type Logger } from './logger';
 import type { InferenceRequest, InferenceResponse } from './model/inference';
 import { Model } from './model/model';
 import { ModelRepository } from './model/model-repository';
+import { GrpcServer } from './server/grpc/grpc-server';
+import { Metrics, MetricsServer } from './metrics/metrics';
 import { HttpServer } from './server/http/http-server';
 import type { ServerCore, ServerMetadata } from './server/server-core';
 import { VERSION } from './version';
@@ -44,7 +46,7 @@ type State = 'created' | 'starting' | 'running' | 'stopping' | 'stopped';
 const MODEL_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
 
 /** Extensions the server implements; `GET /v2` lists exactly these. */
-const EXTENSIONS = ['binary_tensor_data', 'model_configuration', 'parameters'];
+const EXTENSIONS = ['binary_tensor_data', 'model_configuration', 'parameters', 'schedule_policy', 'statistics'];
 
 /**
  * The server: binds models, serves them over HTTP (and the other transports), and stops in order:
@@ -57,6 +59,8 @@ export class Triton implements ServerCore, AsyncDisposable {
   readonly logger: Logger;
   /** The HTTP endpoint; `http.router` takes users' own express routes. */
   readonly http: HttpServer;
+  /** Prometheus metrics; register your own on `metrics.registry`. */
+  readonly metrics: Metrics;
   /** Ports actually bound, by transport name, once running. */
   readonly ports: Record<string, number> = {};
 
@@ -74,12 +78,23 @@ export class Triton implements ServerCore, AsyncDisposable {
     validateOrThrow(this.config, 'TritonConfig');
     this.logger = createLogger(this.config.logLevel);
     this.http = new HttpServer(this);
+    this.metrics = new Metrics(this.repository);
     if (this.config.allowHttp) {
       this.addTransport({
         name: 'http',
         start: () => this.http.listen(this.config.httpPort, this.config.httpAddress),
         stopAccepting: () => this.http.stopAccepting(),
         forceClose: () => this.http.forceClose(),
+      });
+    }
+    if (this.config.allowGrpc) this.addTransport(new GrpcServer(this));
+    if (this.config.allowMetrics) {
+      const server = new MetricsServer(this.metrics);
+      this.addTransport({
+        name: 'metrics',
+        start: () => server.listen(this.config.metricsPort, this.config.metricsAddress),
+        stopAccepting: () => {},
+        forceClose: () => server.close(),
       });
     }
     this.stopped = new Promise((resolve) => (this.resolveStopped = resolve));
@@ -133,7 +148,10 @@ export class Triton implements ServerCore, AsyncDisposable {
       onUnrecoverable: (err, m) => this.onUnrecoverable(err, m),
     });
     this.repository.add(model);
-    if (this.state === 'running') model.state = 'READY';
+    this.metrics.watch(model);
+    if (this.state === 'running') {
+      model.load().catch((err: Error) => this.logger.error({ model: modelName, err: err.message }, 'model failed to load'));
+    }
     return model;
   }
 
@@ -148,7 +166,13 @@ export class Triton implements ServerCore, AsyncDisposable {
       await this.stop();
       throw err;
     }
-    for (const m of this.repository.all()) m.state = 'READY';
+    try {
+      await Promise.all(this.repository.all().map((m) => m.load()));
+    } catch (err) {
+      this.state = 'running';
+      await this.stop();
+      throw err;
+    }
     this.state = 'running';
     this.logger.info({ ports: this.ports, models: this.repository.all().map((m) => m.name) }, 'serving');
   }
@@ -198,6 +222,14 @@ export class Triton implements ServerCore, AsyncDisposable {
 
   metadata(): ServerMetadata {
     return { name: 'tstriton', version: this.config.serverVersion ?? VERSION, extensions: [...EXTENSIONS] };
+  }
+
+  modelStatistics(name?: string, version?: string): Record<string, unknown>[] {
+    const models = name ? [this.repository.get(name, version)] : this.repository.all().filter((m) => m.ready);
+    for (const m of models) {
+      if (m.state !== 'READY') throw new TritonError('MODEL_NOT_FOUND', `requested model '${m.name}' is not available`);
+    }
+    return models.map((m) => m.statistics.toJson(m.name, m.version));
   }
 
   async infer(request: InferenceRequest): Promise<InferenceResponse> {

@@ -1,14 +1,18 @@
 import { TritonError } from '../errors';
 import type { InferCallable, Request, Response } from '../callable';
-import type { Device, Instance } from './instance';
+import type { Device, Instance, InstanceContext } from './instance';
 
 /** Runs the callable on the main thread: right for I/O-bound or already asynchronous code. */
 export class InProcessInstance implements Instance {
+  readonly healthy = true;
+
   constructor(
     readonly name: string,
     readonly device: Device,
     private readonly callable: InferCallable,
   ) {}
+
+  async start(_context: InstanceContext): Promise<void> {}
 
   async execute(requests: Request[]): Promise<Response[]> {
     const responses = await this.callable(requests);

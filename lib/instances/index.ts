@@ -1,3 +1,3 @@
 export { InProcessInstance } from './in-process-instance';
 export { parseDevice } from './instance';
-export type { Device, DeviceKind, Instance } from './instance';
+export type { Device, DeviceKind, Instance, InstanceContext } from './instance';

@@ -1,4 +1,5 @@
 import type { Request, Response } from '../callable';
+import type { ModelConfigJson } from '../config/triton-model-config';
 
 /** Device kinds an instance can be bound to. */
 export type DeviceKind = 'cpu' | 'gpu';
@@ -9,14 +10,28 @@ export interface Device {
   readonly id: number;
 }
 
+/** What an instance learns when it starts, as Triton's Python backend `initialize(args)`. */
+export interface InstanceContext {
+  readonly modelName: string;
+  readonly modelVersion: string;
+  /** The generated model config (Triton's JSON form). */
+  readonly modelConfig: ModelConfigJson;
+  readonly instanceName: string;
+  readonly device: Device;
+}
+
 /** Executes batches of requests. One batch is one unit of work. */
 export interface Instance {
   /** Instance name, `<model>_<index>`. */
   readonly name: string;
   readonly device: Device;
+  /** False while the instance cannot take work (starting, or restarting after a crash). */
+  readonly healthy: boolean;
+  /** Prepares the instance (spawns its worker, calls the callable's `initialize`). */
+  start(context: InstanceContext): Promise<void>;
   /** Runs one batch; resolves with one response per request, in order. */
   execute(requests: Request[]): Promise<Response[]>;
-  /** Releases the instance's resources. */
+  /** Releases the instance's resources (calls the callable's `finalize`). */
   close(): Promise<void>;
 }
 

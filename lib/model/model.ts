@@ -1,10 +1,12 @@
 import { NEVER_ABORTED, type OutputValue, type Request, type Response } from '../callable';
+import { warmupRequests } from './warmup';
+import { ModelStatistics, type FailureReason } from './model-statistics';
 import { buildModelConfigJson, type ModelConfigJson, type ModelDescription } from '../config/triton-model-config';
 import type { NamedTensorSpec } from '../config/tensor-spec';
 import type { ModelConfig } from '../config/model-config';
 import { TritonError, UnrecoverableError } from '../errors';
 import type { Instance } from '../instances/instance';
-import { Scheduler } from '../scheduler/scheduler';
+import { Scheduler, type ExecutionRecord } from '../scheduler/scheduler';
 import type { TensorData } from '../tensor/dtype';
 import { checkData, elementCount, tensor, type Tensor } from '../tensor/tensor';
 import type { InferenceRequest, InferenceResponse, NamedTensor } from './inference';
@@ -49,10 +51,15 @@ export class Model {
   readonly config: ModelConfig;
   readonly strict: boolean;
   readonly instances: readonly Instance[];
-  readonly scheduler: Scheduler;
+  readonly scheduler: Scheduler<NamedTensor[]>;
   readonly configJson: ModelConfigJson;
   readonly metadata: ModelMetadata;
+  readonly statistics = new ModelStatistics();
+  /** Called after every execution (metrics subscribe here). */
+  readonly executionListeners: ((record: ExecutionRecord, model: Model) => void)[] = [];
   state: ModelState = 'LOADING';
+  /** Why the model failed to load, when it did. */
+  loadError: Error | undefined;
 
   private readonly inputByName: Map<string, NamedTensorSpec>;
   private readonly outputByName: Map<string, NamedTensorSpec>;
@@ -72,18 +79,27 @@ export class Model {
     this.outputByName = new Map(init.outputs.map((s) => [s.name, s]));
     this.allOutputNames = init.outputs.map((s) => s.name);
     const batcher = init.config.batcher;
-    this.scheduler = new Scheduler(
+    this.scheduler = new Scheduler<NamedTensor[]>(
       init.instances,
       {
         maxBatchSize: this.maxBatchSize,
         dynamicBatching: batcher !== null && this.maxBatchSize > 0,
         maxQueueDelayMicroseconds: batcher?.maxQueueDelayMicroseconds ?? 0,
         preferredBatchSize: batcher?.preferredBatchSize ?? [],
-        maxQueueSize: batcher?.defaultQueuePolicy.maxQueueSize ?? 0,
+        preserveOrdering: batcher?.preserveOrdering ?? false,
+        priorityLevels: batcher?.priorityLevels ?? 0,
+        defaultPriorityLevel: batcher?.defaultPriorityLevel ?? 0,
+        defaultQueuePolicy: batcher?.defaultQueuePolicy,
+        priorityQueuePolicy: batcher?.priorityQueuePolicy,
       },
+      (request, response) => this.validateOutputs(request, response),
       {
         onExecutionError: (err) => {
           if (err instanceof UnrecoverableError) init.onUnrecoverable?.(err, this);
+        },
+        onExecution: (record) => {
+          this.statistics.recordExecution(record);
+          for (const l of this.executionListeners) l(record, this);
         },
       },
     );
@@ -108,8 +124,34 @@ export class Model {
     };
   }
 
+  /** Ready: loaded, not stopping, and every instance healthy (a restarting worker makes it not ready). */
   get ready(): boolean {
-    return this.state === 'READY';
+    return this.state === 'READY' && this.instances.every((i) => i.healthy);
+  }
+
+  /** Starts every instance, runs the warmup, and turns the model READY; a failure leaves it UNAVAILABLE. */
+  async load(): Promise<void> {
+    try {
+      await Promise.all(
+        this.instances.map((instance) =>
+          instance.start({ modelName: this.name, modelVersion: this.version, modelConfig: this.configJson, instanceName: instance.name, device: instance.device }),
+        ),
+      );
+      for (const setting of this.config.warmup) {
+        for (const instance of this.instances) {
+          for (let i = 0; i < setting.count; i++) {
+            const requests = warmupRequests(setting, this.inputs, this.maxBatchSize > 0, this.allOutputNames);
+            const responses = await instance.execute(requests);
+            requests.forEach((r, j) => this.validateOutputs(r, responses[j] as Response));
+          }
+        }
+      }
+      this.state = 'READY';
+    } catch (err) {
+      this.state = 'UNAVAILABLE';
+      this.loadError = err instanceof Error ? err : new Error(String(err));
+      throw new TritonError('INTERNAL', `failed to load model '${this.name}': ${this.loadError.message}`, { cause: err });
+    }
   }
 
   /** Validates, queues and runs one request; resolves with its validated outputs. */
@@ -128,13 +170,15 @@ export class Model {
       id: req.id,
       signal: req.signal ?? NEVER_ABORTED,
     };
-    const response = await this.scheduler.enqueue(request, rows, batchKey);
-    return {
-      id: req.id,
-      modelName: this.name,
-      modelVersion: this.version,
-      outputs: this.validateOutputs(response, requestedOutputs, rows, prefix),
-    };
+    const start = performance.now();
+    try {
+      const scheduled = await this.scheduler.enqueue(request, rows, batchKey, { priority: req.priority, timeoutMicroseconds: req.timeoutMicroseconds });
+      this.statistics.recordSuccess(Math.round((performance.now() - start) * 1e6), scheduled);
+      return { id: req.id, modelName: this.name, modelVersion: this.version, outputs: scheduled.value };
+    } catch (err) {
+      this.statistics.recordFailure(Math.round((performance.now() - start) * 1e6), failureReason(err));
+      throw err;
+    }
   }
 
   private validateInputs(req: InferenceRequest, prefix: string): { inputs: Record<string, Tensor>; rows: number; batchKey: string } {
@@ -195,7 +239,11 @@ export class Model {
     return req.requestedOutputs;
   }
 
-  private validateOutputs(response: Response, requested: readonly string[], rows: number, prefix: string): NamedTensor[] {
+  /** Checks one raw response against the output specs and orders it as the request asked. */
+  private validateOutputs(request: Request, response: Response): NamedTensor[] {
+    const prefix = `[request id: ${request.id || '<id_unknown>'}] `;
+    const requested = request.requestedOutputs;
+    const rows = this.maxBatchSize > 0 ? (Object.values(request.inputs)[0]?.shape[0] ?? 0) : 1;
     if (typeof response !== 'object' || response === null) {
       throw failed(`${prefix}model '${this.name}': the callable returned ${response === null ? 'null' : typeof response} instead of an object of outputs`);
     }
@@ -240,6 +288,22 @@ function toTensor(value: OutputValue, spec: NamedTensorSpec, what: string): Tens
     throw failed(`${what}: shape [${value.shape.join(',')}] needs ${elementCount(value.shape)} elements, data holds ${(data as TensorData).length}`);
   }
   return 'dtype' in value && value.dtype === dtype && data === value.data ? (value as Tensor) : tensor(dtype, value.shape, data as TensorData<typeof dtype>);
+}
+
+function failureReason(err: unknown): FailureReason {
+  if (!(err instanceof TritonError)) return 'OTHER';
+  switch (err.code) {
+    case 'CANCELLED':
+      return 'CANCELED';
+    case 'UNAVAILABLE':
+      return 'REJECTED';
+    case 'INFERENCE_FAILED':
+    case 'UNRECOVERABLE':
+    case 'INTERNAL':
+      return 'BACKEND';
+    default:
+      return 'OTHER';
+  }
 }
 
 function shapeMatches(dims: readonly number[], spec: readonly number[]): boolean {

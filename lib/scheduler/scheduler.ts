@@ -1,6 +1,7 @@
 import { TritonError, toTritonError } from '../errors';
 import { NEVER_ABORTED, type Request, type Response } from '../callable';
 import type { Instance } from '../instances/instance';
+import { PriorityQueue, type QueuePolicyOptions, type Pending } from './priority-queue';
 
 /** Scheduler settings, derived from the model config. */
 export interface SchedulerOptions {
@@ -12,73 +13,129 @@ export interface SchedulerOptions {
   maxQueueDelayMicroseconds: number;
   /** Batch sizes to aim for; empty means the largest available. */
   preferredBatchSize: readonly number[];
-  /** Most requests waiting; 0 means unbounded. */
-  maxQueueSize: number;
+  /** Answer requests in the order their batches were formed (arrival order within a priority level). */
+  preserveOrdering?: boolean;
+  /** Number of priority levels; 0 means one level. */
+  priorityLevels?: number;
+  /** Level of requests that name none (or an out-of-range one). */
+  defaultPriorityLevel?: number;
+  /** Queue policy of every level without its own. */
+  defaultQueuePolicy?: QueuePolicyOptions;
+  /** Queue policy per level. */
+  priorityQueuePolicy?: Readonly<Record<number, QueuePolicyOptions>>;
+  /** Most requests waiting (default policy's maxQueueSize); kept for callers that set only this. */
+  maxQueueSize?: number;
 }
 
-/** A request waiting in the queue. */
-interface Pending {
-  readonly request: Request;
-  /** Rows this request contributes to a batch. */
+/** Per-request placement options. */
+export interface EnqueueOptions {
+  /** Priority level; 0 or out of range means the default level. */
+  priority?: number;
+  /** Queue timeout override in µs (applies when the level allows overrides). */
+  timeoutMicroseconds?: number;
+}
+
+/** A request's result together with where its time went. */
+export interface Scheduled<T> {
+  readonly value: T;
+  readonly queueNs: number;
+  readonly computeInputNs: number;
+  readonly computeInferNs: number;
+  readonly computeOutputNs: number;
+  /** Rows of the execution the request ran in. */
+  readonly batchRows: number;
+}
+
+/** One execution, for statistics. */
+export interface ExecutionRecord {
   readonly rows: number;
-  /** Requests can share a batch only when their keys are equal (same inputs, same non-batch dims). */
-  readonly batchKey: string;
-  readonly enqueuedAt: number;
-  resolve(response: Response): void;
-  reject(err: unknown): void;
-  onAbort: (() => void) | undefined;
-  settled: boolean;
+  readonly requests: number;
+  readonly computeInputNs: number;
+  readonly computeInferNs: number;
+  readonly computeOutputNs: number;
+  readonly instance: Instance;
+  readonly failed: boolean;
 }
 
 /** Observer of executions, for statistics and failure handling. */
 export interface SchedulerHooks {
   /** Called when an execution throws, before its requests are failed. */
-  onExecutionError?(err: unknown): void;
+  onExecutionError?(err: unknown, instance: Instance): void;
+  /** Called after every execution. */
+  onExecution?(record: ExecutionRecord): void;
+  /** Called when a queued request leaves the queue without running (timeout, cancel, forced stop). */
+  onDropped?(reason: 'REJECTED' | 'CANCELED' | 'OTHER'): void;
 }
+
+/** Turns one request's raw response into the value the caller receives; throws to fail that request only. */
+export type Finalize<T> = (request: Request, response: Response) => T;
+
+const now = () => performance.now();
+const ms2ns = (ms: number) => Math.round(ms * 1e6);
 
 /**
  * Queues requests for one model and forms batches on idle: whenever an instance is free, it takes what is
- * queued (up to `maxBatchSize` rows, of compatible shapes) as one execution. It waits on a timer only when
- * `maxQueueDelayMicroseconds` asks it to, and never longer than that.
+ * queued (highest priority first, up to `maxBatchSize` rows of compatible shapes) as one execution. It
+ * waits on a timer only when `maxQueueDelayMicroseconds` asks it to, and never longer than that.
  */
-export class Scheduler {
-  private readonly queue: Pending[] = [];
-  private head = 0;
+export class Scheduler<T = Response> {
+  private readonly queue: PriorityQueue;
   private readonly idle: Instance[];
   private delayTimer: NodeJS.Timeout | undefined;
-  private inFlight = 0;
+  private executing = 0;
   private drainWaiters: (() => void)[] = [];
+  private nextSeq = 0;
+  private deliverSeq = 0;
+  private readonly held = new Map<number, () => void>();
 
   constructor(
     instances: readonly Instance[],
     private readonly options: SchedulerOptions,
+    private readonly finalize: Finalize<T> = (_req, res) => res as T,
     private readonly hooks: SchedulerHooks = {},
   ) {
     this.idle = [...instances];
+    const defaultPolicy = { ...options.defaultQueuePolicy };
+    if (options.maxQueueSize !== undefined && defaultPolicy.maxQueueSize === undefined) defaultPolicy.maxQueueSize = options.maxQueueSize;
+    this.queue = new PriorityQueue(
+      options.priorityLevels ?? 0,
+      options.defaultPriorityLevel ?? 0,
+      defaultPolicy,
+      options.priorityQueuePolicy ?? {},
+      (p, reason) => this.drop(p, reason),
+    );
   }
 
   /** Requests waiting for an instance. */
   get pendingCount(): number {
-    return this.queue.length - this.head;
+    return this.queue.size;
   }
 
   /** Requests queued or executing. */
   get outstanding(): number {
-    return this.pendingCount + this.inFlight;
+    return this.pendingCount + this.executing;
   }
 
-  /** Queues a request; resolves with its response once its batch has run. */
-  enqueue(request: Request, rows: number, batchKey: string): Promise<Response> {
-    const max = this.options.maxQueueSize;
-    if (max > 0 && this.pendingCount >= max) {
-      return Promise.reject(new TritonError('UNAVAILABLE', 'Exceeds maximum queue size'));
-    }
-    return new Promise<Response>((resolve, reject) => {
-      const entry: Pending = { request, rows, batchKey, enqueuedAt: performance.now(), resolve, reject, onAbort: undefined, settled: false };
-      this.queue.push(entry);
-      if (request.signal.aborted) return this.cancel(entry);
+  /** Queues a request; resolves once its batch has run and its response has been finalized. */
+  enqueue(request: Request, rows: number, batchKey: string, options: EnqueueOptions = {}): Promise<Scheduled<T>> {
+    return new Promise<Scheduled<T>>((resolve, reject) => {
+      const entry: Pending = {
+        request,
+        rows,
+        batchKey,
+        enqueuedAt: now(),
+        resolve: resolve as (v: unknown) => void,
+        reject,
+        onAbort: undefined,
+        timer: undefined,
+        settled: false,
+      };
+      if (request.signal.aborted) return reject(new TritonError('CANCELLED', 'request cancelled'));
+      this.queue.push(entry, options.priority ?? 0, options.timeoutMicroseconds ?? 0);
       if (request.signal !== NEVER_ABORTED) {
-        entry.onAbort = () => this.cancel(entry);
+        entry.onAbort = () => {
+          if (this.queue.remove(entry)) this.drop(entry, 'CANCELED');
+        };
         request.signal.addEventListener('abort', entry.onAbort, { once: true });
       }
       this.schedule();
@@ -93,30 +150,33 @@ export class Scheduler {
 
   /** Fails every queued request (used by a forced stop). */
   rejectAll(err: TritonError): void {
-    while (this.head < this.queue.length) {
-      const p = this.queue[this.head++] as Pending;
-      this.settle(p, undefined, err);
+    for (const p of this.queue.removeAll()) {
+      this.hooks.onDropped?.('OTHER');
+      this.settle(p, err);
     }
-    this.compact();
     this.notifyDrained();
   }
 
-  private cancel(entry: Pending): void {
-    if (entry.settled) return;
-    const index = this.queue.indexOf(entry, this.head);
-    // A request already handed to an instance is left to its callable, which sees the signal.
-    if (index < 0) return;
-    this.queue.splice(index, 1);
-    this.settle(entry, undefined, new TritonError('CANCELLED', 'request cancelled'));
+  /** Offers the scheduler an instance that became available again (e.g. after a restart). */
+  wake(): void {
+    this.schedule();
+  }
+
+  private drop(p: Pending, reason: 'REJECTED' | 'CANCELED'): void {
+    this.hooks.onDropped?.(reason);
+    this.settle(p, reason === 'CANCELED' ? new TritonError('CANCELLED', 'request cancelled') : new TritonError('UNAVAILABLE', 'Request timeout expired'));
     this.notifyDrained();
   }
 
   private schedule(): void {
-    while (this.idle.length > 0 && this.pendingCount > 0) {
+    while (this.queue.size > 0) {
+      const index = this.idle.findIndex((i) => i.healthy);
+      if (index < 0) return;
       if (this.shouldWait()) return;
       const batch = this.takeBatch();
-      const instance = this.idle.pop() as Instance;
-      void this.run(instance, batch);
+      if (batch.length === 0) return;
+      const [instance] = this.idle.splice(index, 1) as [Instance];
+      void this.run(instance, batch, this.nextSeq++);
     }
   }
 
@@ -124,10 +184,9 @@ export class Scheduler {
   private shouldWait(): boolean {
     const delayMs = this.options.maxQueueDelayMicroseconds / 1000;
     if (delayMs <= 0 || !this.options.dynamicBatching) return false;
-    let rows = 0;
-    for (let i = this.head; i < this.queue.length; i++) rows += (this.queue[i] as Pending).rows;
-    if (rows >= this.targetRows()) return false;
-    const waited = performance.now() - (this.queue[this.head] as Pending).enqueuedAt;
+    if (this.queue.totalRows() >= this.targetRows()) return false;
+    const oldest = this.queue.oldestEnqueuedAt();
+    const waited = now() - oldest;
     if (waited >= delayMs) return false;
     if (this.delayTimer === undefined) {
       this.delayTimer = setTimeout(() => {
@@ -149,77 +208,103 @@ export class Scheduler {
       clearTimeout(this.delayTimer);
       this.delayTimer = undefined;
     }
-    const first = this.queue[this.head++] as Pending;
-    const batch = [first];
-    if (this.options.dynamicBatching && this.options.maxBatchSize > 1) {
-      const max = this.options.maxBatchSize;
-      let rows = first.rows;
-      while (this.head < this.queue.length) {
-        const next = this.queue[this.head] as Pending;
-        if (next.batchKey !== first.batchKey || rows + next.rows > max) break;
-        batch.push(next);
-        rows += next.rows;
-        this.head++;
-      }
-      this.trimToPreferred(batch);
-    }
-    this.compact();
+    const combine = this.options.dynamicBatching && this.options.maxBatchSize > 1;
+    const batch = this.queue.takeBatch(combine ? this.options.maxBatchSize : 0);
+    if (combine) this.trimToPreferred(batch);
     return batch;
   }
 
-  /** Cuts the batch back to the largest preferred size it can fill, returning the rest to the queue. */
+  /** Cuts the batch back to the largest preferred size it can fill, returning the rest to the queue front. */
   private trimToPreferred(batch: Pending[]): void {
     const preferred = this.options.preferredBatchSize;
-    if (preferred.length === 0) return;
+    if (preferred.length === 0 || batch.length < 2) return;
     let rows = 0;
-    const prefix: number[] = [];
-    for (const p of batch) prefix.push((rows += p.rows));
     let keep = batch.length;
+    const prefix = batch.map((p) => (rows += p.rows));
     for (let n = batch.length; n >= 1; n--) {
       if (preferred.includes(prefix[n - 1] as number)) {
         keep = n;
         break;
       }
     }
-    if (keep < batch.length) {
-      batch.length = keep;
-      this.head -= prefix.length - keep;
-    }
+    if (keep < batch.length) this.queue.returnToFront(batch.splice(keep));
   }
 
-  private compact(): void {
-    if (this.head > 1024 && this.head * 2 > this.queue.length) {
-      this.queue.splice(0, this.head);
-      this.head = 0;
-    } else if (this.head === this.queue.length) {
-      this.queue.length = 0;
-      this.head = 0;
-    }
-  }
-
-  private async run(instance: Instance, batch: Pending[]): Promise<void> {
-    this.inFlight += batch.length;
+  private async run(instance: Instance, batch: Pending[], seq: number): Promise<void> {
+    this.executing += batch.length;
+    const start = now();
+    let rows = 0;
+    for (const p of batch) rows += p.rows;
+    const requests = batch.map((p) => p.request);
+    let failed = false;
+    let results: { value?: T; error?: unknown }[];
+    let inferEnd = start;
     try {
-      const responses = await instance.execute(batch.map((p) => p.request));
-      batch.forEach((p, i) => this.settle(p, responses[i], undefined));
+      const responses = await instance.execute(requests);
+      inferEnd = now();
+      results = batch.map((p, i) => {
+        try {
+          return { value: this.finalize(p.request, responses[i] as Response) };
+        } catch (error) {
+          return { error };
+        }
+      });
     } catch (err) {
-      this.hooks.onExecutionError?.(err);
+      inferEnd = now();
+      failed = true;
+      this.hooks.onExecutionError?.(err, instance);
       const error = toTritonError(err, 'INFERENCE_FAILED');
-      for (const p of batch) this.settle(p, undefined, error);
-    } finally {
-      this.inFlight -= batch.length;
-      this.idle.push(instance);
-      this.schedule();
-      this.notifyDrained();
+      results = batch.map(() => ({ error }));
+    }
+    const end = now();
+    const record: ExecutionRecord = {
+      rows,
+      requests: batch.length,
+      computeInputNs: 0,
+      computeInferNs: ms2ns(inferEnd - start),
+      computeOutputNs: ms2ns(end - inferEnd),
+      instance,
+      failed,
+    };
+    this.hooks.onExecution?.(record);
+    const deliver = () => {
+      batch.forEach((p, i) => {
+        const r = results[i] as { value?: T; error?: unknown };
+        if (r.error !== undefined) return this.settle(p, r.error);
+        this.settle(p, undefined, {
+          value: r.value as T,
+          queueNs: ms2ns(start - p.enqueuedAt),
+          computeInputNs: 0,
+          computeInferNs: record.computeInferNs,
+          computeOutputNs: record.computeOutputNs,
+          batchRows: rows,
+        });
+      });
+    };
+    this.executing -= batch.length;
+    this.idle.push(instance);
+    if (this.options.preserveOrdering) this.deliverInOrder(seq, deliver);
+    else deliver();
+    this.schedule();
+    this.notifyDrained();
+  }
+
+  /** Delivers executions' results in the order their batches were formed. */
+  private deliverInOrder(seq: number, deliver: () => void): void {
+    this.held.set(seq, deliver);
+    for (let next = this.held.get(this.deliverSeq); next; next = this.held.get(this.deliverSeq)) {
+      this.held.delete(this.deliverSeq++);
+      next();
     }
   }
 
-  private settle(p: Pending, response: Response | undefined, err: unknown): void {
+  private settle(p: Pending, err: unknown, value?: Scheduled<T>): void {
     if (p.settled) return;
     p.settled = true;
     if (p.onAbort) p.request.signal.removeEventListener('abort', p.onAbort);
+    if (p.timer) clearTimeout(p.timer);
     if (err !== undefined) p.reject(err);
-    else p.resolve(response as Response);
+    else p.resolve(value);
   }
 
   private notifyDrained(): void {

@@ -16,6 +16,8 @@ export interface ServerCore {
   isLive(): boolean;
   isReady(): boolean;
   metadata(): ServerMetadata;
+  /** Statistics of one model (or every ready model) in Triton's `model_stats` form. */
+  modelStatistics(name?: string, version?: string): Record<string, unknown>[];
   /** Runs one request through its model; tracks it as in flight for an orderly stop. */
   infer(request: InferenceRequest): Promise<InferenceResponse>;
 }

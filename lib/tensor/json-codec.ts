@@ -115,7 +115,8 @@ export function encodeJsonData(t: Tensor): string {
       const parts = new Array<string>(d.length);
       for (let i = 0; i < d.length; i++) {
         const x = d[i] as number;
-        parts[i] = Number.isFinite(x) ? String(x) : 'null';
+        // String(-0) is "0"; write "-0.0" as Triton (rapidjson) does so the sign bit survives.
+        parts[i] = Number.isFinite(x) ? (Object.is(x, -0) ? '-0.0' : String(x)) : 'null';
       }
       return `[${parts.join(',')}]`;
     }

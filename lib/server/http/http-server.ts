@@ -156,6 +156,8 @@ function buildApp(core: ServerCore, router: Router): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  // Triton has no trailing-slash tolerance: `/v2/` and `/v2/health/live/` are 404.
+  app.set('strict routing', true);
 
   const health = (ok: () => boolean) => (req: express.Request, res: express.Response) => {
     if (req.method !== 'GET') return methodNotAllowed(res);
@@ -166,6 +168,15 @@ function buildApp(core: ServerCore, router: Router): Express {
   app.all('/v2', (req, res) => {
     if (req.method !== 'GET') return methodNotAllowed(res);
     res.json(core.metadata());
+  });
+
+  app.all('/v2/models/stats', (req, res) => {
+    if (req.method !== 'GET') return methodNotAllowed(res);
+    try {
+      res.json({ model_stats: core.modelStatistics() });
+    } catch (err) {
+      sendError(res, toTritonError(err));
+    }
   });
 
   app.use((req, res, next: NextFunction) => {
@@ -186,6 +197,9 @@ function buildApp(core: ServerCore, router: Router): Express {
           return;
         case 'config':
           res.json(model.configJson);
+          return;
+        case 'stats':
+          res.json({ model_stats: core.modelStatistics(model.name, version) });
           return;
         default:
           throw new TritonError('UNSUPPORTED', `the '${action}' endpoint is not supported by this server`);

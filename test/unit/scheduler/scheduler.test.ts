@@ -5,6 +5,8 @@ import { Scheduler, type SchedulerOptions } from '../../../lib/scheduler/schedul
 /** An instance whose executions finish when the test says so, recording each batch's request ids. */
 class GatedInstance implements Instance {
   readonly device = { kind: 'cpu' as const, id: 0 };
+  readonly healthy = true;
+  async start(): Promise<void> {}
   readonly batches: string[][] = [];
   private gates: (() => void)[] = [];
   constructor(readonly name: string) {}
@@ -44,7 +46,8 @@ describe('Scheduler', () => {
     expect(inst.batches).toEqual([['a'], ['b', 'c', 'd']]);
     inst.release();
     const responses = await Promise.all(all);
-    expect(responses.map((r) => (r.id!.data as string[])[0])).toEqual(['a', 'b', 'c', 'd']);
+    expect(responses.map((r) => (r.value.id!.data as string[])[0])).toEqual(['a', 'b', 'c', 'd']);
+    expect(responses.map((r) => r.batchRows)).toEqual([1, 3, 3, 3]);
   });
 
   it('never exceeds maxBatchSize rows and keeps incompatible shapes apart', async () => {
@@ -142,6 +145,8 @@ describe('Scheduler', () => {
     const inst: Instance = {
       name: 'x',
       device: { kind: 'cpu', id: 0 },
+      healthy: true,
+      start: async () => {},
       execute: async (rs) => {
         if (fail) throw new Error('boom');
         return rs.map(() => ({}));
@@ -151,6 +156,6 @@ describe('Scheduler', () => {
     const s = new Scheduler([inst], options());
     await expect(s.enqueue(req('a'), 1, 'k')).rejects.toMatchObject({ code: 'INFERENCE_FAILED', message: 'boom' });
     fail = false;
-    await expect(s.enqueue(req('b'), 1, 'k')).resolves.toEqual({});
+    await expect(s.enqueue(req('b'), 1, 'k')).resolves.toMatchObject({ value: {} });
   });
 });

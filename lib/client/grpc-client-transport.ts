@@ -1,0 +1,131 @@
+import * as grpc from '@grpc/grpc-js';
+import type { ModelConfigJson } from '../config/triton-model-config';
+import { GrpcStatus, TritonError } from '../errors';
+import type { NamedTensor } from '../model/inference';
+import type { ModelMetadata } from '../model/model';
+import { toInferParameters } from '../server/grpc/infer-parameter';
+import type {
+  ModelConfigResponseMessage,
+  ModelInferRequestMessage,
+  ModelInferResponseMessage,
+  ModelMetadataResponseMessage,
+  ModelRequestMessage,
+} from '../server/grpc/messages';
+import { loadProtos } from '../server/grpc/protos';
+import { decodeTensorContents } from '../server/grpc/tensor-contents';
+import { decodeBinary, encodeBinary } from '../tensor/binary-codec';
+import { isDataType } from '../tensor/dtype';
+import { ClientError, abortedError } from './client-error';
+import type { CallSettings, ClientInferRequest, ClientInferResponse, ClientTransport } from './client-transport';
+
+/** KServe v2 over gRPC (`inference.GRPCInferenceService`), tensors in `raw_input_contents`. */
+export class GrpcClientTransport implements ClientTransport {
+  private readonly client: grpc.Client;
+  private readonly methods = loadProtos('number').inference;
+
+  /** `address` is `host:port`. */
+  constructor(
+    readonly url: string,
+    address: string,
+  ) {
+    this.client = new grpc.Client(address, grpc.credentials.createInsecure(), {
+      'grpc.max_receive_message_length': -1,
+      'grpc.max_send_message_length': -1,
+    });
+  }
+
+  async serverReady(settings: CallSettings): Promise<boolean> {
+    return (await this.unary<object, { ready: boolean }>('ServerReady', {}, settings)).ready;
+  }
+
+  async modelReady(name: string, version: string, settings: CallSettings): Promise<boolean> {
+    try {
+      return (await this.unary<ModelRequestMessage, { ready: boolean }>('ModelReady', { name, version }, settings)).ready;
+    } catch (err) {
+      // Triton answers INVALID_ARGUMENT for a model it does not know: not ready (yet).
+      if (err instanceof ClientError && err.status === GrpcStatus.INVALID_ARGUMENT) return false;
+      throw err;
+    }
+  }
+
+  async modelMetadata(name: string, version: string, settings: CallSettings): Promise<ModelMetadata> {
+    const m = await this.unary<ModelRequestMessage, ModelMetadataResponseMessage>('ModelMetadata', { name, version }, settings);
+    const tensor = (t: ModelMetadataResponseMessage['inputs'][number]) => ({ name: t.name, datatype: t.datatype, shape: t.shape.map(Number) });
+    return { name: m.name, versions: m.versions, platform: m.platform, inputs: m.inputs.map(tensor), outputs: m.outputs.map(tensor) };
+  }
+
+  async modelConfig(name: string, version: string, settings: CallSettings): Promise<ModelConfigJson> {
+    const { config } = await this.unary<ModelRequestMessage, ModelConfigResponseMessage>('ModelConfig', { name, version }, settings);
+    return withoutNulls(config ?? {}) as ModelConfigJson;
+  }
+
+  async infer(request: ClientInferRequest, settings: CallSettings): Promise<ClientInferResponse> {
+    const msg: ModelInferRequestMessage = {
+      model_name: request.modelName,
+      model_version: request.modelVersion,
+      id: request.id ?? '',
+      parameters: toInferParameters(request.parameters ?? {}),
+      inputs: request.inputs.map(({ name, tensor }) => ({ name, datatype: tensor.dtype, shape: tensor.shape as number[] })),
+      outputs: (request.outputs ?? []).map((name) => ({ name })),
+      raw_input_contents: request.inputs.map(({ tensor }) => encodeBinary(tensor)),
+    };
+    const res = await this.unary<ModelInferRequestMessage, ModelInferResponseMessage>('ModelInfer', msg, settings);
+    try {
+      const outputs: NamedTensor[] = res.outputs.map((o, i) => {
+        const what = `output '${o.name}'`;
+        const dtype = o.datatype;
+        if (!isDataType(dtype)) throw new TritonError('INVALID_ARGUMENT', `${what}: unknown datatype ${dtype}`);
+        const shape = o.shape.map(Number);
+        const raw = res.raw_output_contents[i];
+        const data = raw === undefined && o.contents ? decodeTensorContents(dtype, shape, o.contents, what) : decodeBinary(dtype, shape, raw ?? new Uint8Array(0), what);
+        return { name: o.name, tensor: { dtype, shape, data } };
+      });
+      return { id: res.id, modelName: res.model_name, modelVersion: res.model_version, outputs };
+    } catch (err) {
+      throw new ClientError('INTERNAL', `malformed answer from the server: ${(err as Error).message}`, undefined, { cause: err });
+    }
+  }
+
+  close(): void {
+    this.client.close();
+  }
+
+  private unary<Req, Res>(rpc: string, request: Req, settings: CallSettings): Promise<Res> {
+    const def = this.methods[rpc] as grpc.MethodDefinition<Req, Res>;
+    const { signal } = settings;
+    if (signal?.aborted) return Promise.reject(abortedError(signal));
+    const metadata = new grpc.Metadata();
+    for (const [k, v] of Object.entries(settings.headers ?? {})) metadata.set(k, v);
+    return new Promise<Res>((resolve, reject) => {
+      let aborted = false;
+      const onAbort = (): void => {
+        aborted = true;
+        call.cancel();
+      };
+      const call = this.client.makeUnaryRequest(
+        def.path,
+        def.requestSerialize,
+        def.responseDeserialize,
+        request,
+        metadata,
+        { deadline: Date.now() + settings.timeoutMs },
+        (err, value) => {
+          signal?.removeEventListener('abort', onAbort);
+          if (aborted) reject(abortedError(signal as AbortSignal));
+          else if (err) reject(ClientError.fromGrpc(err.code, err.details, err));
+          else resolve(value as Res);
+        },
+      );
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+}
+
+/** Drops the nulls proto-loader puts for unset sub-messages, so the config reads like the HTTP JSON. */
+function withoutNulls(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutNulls);
+  if (typeof value !== 'object' || value === null || Buffer.isBuffer(value)) return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) if (v !== null && v !== undefined) out[k] = withoutNulls(v);
+  return out;
+}

@@ -1,0 +1,10 @@
+// The public surface of `tstriton/client`.
+export { ModelClient } from './model-client';
+export type { ModelClientOptions, CallOptions, InferOptions, WaitOptions } from './model-client';
+export { ClientError } from './client-error';
+export type { InferInput, InferInputs, InputData } from './infer-inputs';
+export { tensor } from '../tensor/tensor';
+export type { Tensor } from '../tensor/tensor';
+export type { DataType, TensorData } from '../tensor/dtype';
+export type { ModelMetadata } from '../model/model';
+export type { ModelConfigJson } from '../config/triton-model-config';

@@ -1,0 +1,214 @@
+import type { ParameterValue } from '../callable';
+import type { ModelConfigJson } from '../config/triton-model-config';
+import type { ModelMetadata } from '../model/model';
+import type { Tensor } from '../tensor/tensor';
+import { raceAbort, sleep } from './abortable-wait';
+import { ClientError } from './client-error';
+import type { CallSettings, ClientTransport } from './client-transport';
+import { createTransport } from './create-transport';
+import { toNamedTensors, type InferInputs } from './infer-inputs';
+
+/** Settings of a `ModelClient`, as PyTriton's `ModelClient` arguments. */
+export interface ModelClientOptions {
+  /** Model version; the latest when omitted. */
+  modelVersion?: string;
+  /** How long the first call waits for the server and model to be ready and described (default 60). */
+  initTimeoutSeconds?: number;
+  /** Default timeout of each inference call (default 60). */
+  inferenceTimeoutSeconds?: number;
+  /** Wait for the model to be ready before the first inference (default true). */
+  ensureModelIsReady?: boolean;
+  /** HTTP headers or gRPC metadata sent with every call. */
+  headers?: Readonly<Record<string, string>>;
+}
+
+/** Options of one call. */
+export interface CallOptions {
+  /** Aborting fails the call with a CANCELLED ClientError and cancels it on the server. */
+  signal?: AbortSignal;
+  /** Overrides the client's timeout for this call. */
+  timeoutSeconds?: number;
+  /** HTTP headers or gRPC metadata for this call, on top of the client's. */
+  headers?: Readonly<Record<string, string>>;
+}
+
+/** Options of one inference call. */
+export interface InferOptions extends CallOptions {
+  /** Request parameters (custom ones reach the model's callable). */
+  parameters?: Readonly<Record<string, ParameterValue>>;
+  /** Outputs to return; all of them by default. */
+  outputs?: readonly string[];
+  /** Request id, echoed by the server. */
+  id?: string;
+}
+
+/** Options of `waitForServer` and `waitForModel`. */
+export interface WaitOptions {
+  /** Give up after this many seconds (default: the client's init timeout). */
+  timeoutSeconds?: number;
+  signal?: AbortSignal;
+}
+
+/** What the client learns about its model on first use. */
+interface ModelInfo {
+  readonly metadata: ModelMetadata;
+  readonly maxBatchSize: number;
+}
+
+const DEFAULT_TIMEOUT_SECONDS = 60;
+/** Readiness polls start this often and back off to `MAX_POLL_MS`: a remote server gives no event to wait on. */
+const FIRST_POLL_MS = 50;
+const MAX_POLL_MS = 1000;
+
+/**
+ * A client for one model on a Triton-compatible server, over HTTP (`http://host:port`) or gRPC
+ * (`grpc://host:port`), as PyTriton's `ModelClient`. Inputs and outputs are `Tensor`s;
+ * `inferSample` adds and strips the batch dimension, `inferBatch` sends batches as they are.
+ * Every failure is a `ClientError` carrying the server's status.
+ */
+export class ModelClient {
+  readonly url: string;
+  readonly modelName: string;
+  readonly modelVersion: string;
+  private readonly transport: ClientTransport;
+  private readonly initTimeoutMs: number;
+  private readonly inferenceTimeoutMs: number;
+  private readonly ensureModelIsReady: boolean;
+  private readonly headers: Readonly<Record<string, string>>;
+  private info: Promise<ModelInfo> | undefined;
+  private closed = false;
+
+  constructor(url: string, modelName: string, options: ModelClientOptions = {}) {
+    this.url = url;
+    this.modelName = modelName;
+    this.modelVersion = options.modelVersion ?? '';
+    this.initTimeoutMs = seconds(options.initTimeoutSeconds, 'initTimeoutSeconds');
+    this.inferenceTimeoutMs = seconds(options.inferenceTimeoutSeconds, 'inferenceTimeoutSeconds');
+    this.ensureModelIsReady = options.ensureModelIsReady ?? true;
+    this.headers = options.headers ?? {};
+    this.transport = createTransport(url);
+  }
+
+  /** Resolves once the server reports ready; fails with DEADLINE_EXCEEDED after the timeout. */
+  waitForServer(options: WaitOptions = {}): Promise<void> {
+    return this.waitUntil('server', (s) => this.transport.serverReady(s), options);
+  }
+
+  /** Resolves once the model reports ready; fails with DEADLINE_EXCEEDED after the timeout. */
+  waitForModel(options: WaitOptions = {}): Promise<void> {
+    return this.waitUntil(`model '${this.modelName}'`, (s) => this.transport.modelReady(this.modelName, this.modelVersion, s), options);
+  }
+
+  /** The model's config, in the JSON form of `GET /v2/models/{m}/config` on either protocol. */
+  modelConfig(options: CallOptions = {}): Promise<ModelConfigJson> {
+    this.checkOpen();
+    return this.transport.modelConfig(this.modelName, this.modelVersion, this.settings(options, this.initTimeoutMs));
+  }
+
+  /** The model's metadata: inputs and outputs with datatypes and shapes. */
+  async modelMetadata(options: CallOptions = {}): Promise<ModelMetadata> {
+    return (await raceAbort(this.modelInfo(), options.signal)).metadata;
+  }
+
+  /** Runs one sample: adds a batch dimension of 1 to every input and removes it from every output. */
+  async inferSample(inputs: InferInputs, options: InferOptions = {}): Promise<Record<string, Tensor>> {
+    const { metadata, maxBatchSize } = await raceAbort(this.modelInfo(), options.signal);
+    const batched = maxBatchSize > 0;
+    const outputs = await this.infer(toNamedTensors(inputs, metadata, batched), options);
+    if (!batched) return outputs;
+    for (const [name, t] of Object.entries(outputs)) outputs[name] = { dtype: t.dtype, shape: t.shape.slice(1), data: t.data };
+    return outputs;
+  }
+
+  /** Runs one batch: dim 0 of every input is the batch size. The model must support batching. */
+  async inferBatch(inputs: InferInputs, options: InferOptions = {}): Promise<Record<string, Tensor>> {
+    const { metadata, maxBatchSize } = await raceAbort(this.modelInfo(), options.signal);
+    if (maxBatchSize === 0) {
+      throw new ClientError('INVALID_ARGUMENT', `model '${this.modelName}' does not support batching (max_batch_size 0); use inferSample`);
+    }
+    return this.infer(toNamedTensors(inputs, metadata, false), options);
+  }
+
+  /** Closes connections; later calls fail with UNAVAILABLE. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.transport.close();
+  }
+
+  private async infer(inputs: ReturnType<typeof toNamedTensors>, options: InferOptions): Promise<Record<string, Tensor>> {
+    this.checkOpen();
+    const response = await this.transport.infer(
+      {
+        modelName: this.modelName,
+        modelVersion: this.modelVersion,
+        id: options.id,
+        inputs,
+        outputs: options.outputs,
+        parameters: options.parameters,
+      },
+      this.settings(options, this.inferenceTimeoutMs),
+    );
+    const out: Record<string, Tensor> = {};
+    for (const { name, tensor } of response.outputs) out[name] = tensor;
+    return out;
+  }
+
+  /** Metadata and batch size, fetched once (after waiting for readiness); a failure is retried on the next call. */
+  private modelInfo(): Promise<ModelInfo> {
+    this.checkOpen();
+    this.info ??= this.describe().catch((err: unknown) => {
+      this.info = undefined;
+      throw err;
+    });
+    return this.info;
+  }
+
+  private async describe(): Promise<ModelInfo> {
+    const deadline = Date.now() + this.initTimeoutMs;
+    if (this.ensureModelIsReady) await this.waitForModel({ timeoutSeconds: this.initTimeoutMs / 1000 });
+    const settings = (): CallSettings => ({ timeoutMs: Math.max(1, deadline - Date.now()), headers: this.headers });
+    const metadata = await this.transport.modelMetadata(this.modelName, this.modelVersion, settings());
+    const config = await this.transport.modelConfig(this.modelName, this.modelVersion, settings());
+    return { metadata, maxBatchSize: Number(config.max_batch_size ?? 0) };
+  }
+
+  private async waitUntil(what: string, check: (s: CallSettings) => Promise<boolean>, options: WaitOptions): Promise<void> {
+    this.checkOpen();
+    const timeoutMs = options.timeoutSeconds === undefined ? this.initTimeoutMs : seconds(options.timeoutSeconds, 'timeoutSeconds');
+    const deadline = Date.now() + timeoutMs;
+    let pollMs = FIRST_POLL_MS;
+    let last = 'not ready';
+    for (;;) {
+      const left = deadline - Date.now();
+      try {
+        if (await check({ timeoutMs: Math.max(1, Math.min(left, 5000)), signal: options.signal, headers: this.headers })) return;
+      } catch (err) {
+        if (err instanceof ClientError && err.code === 'CANCELLED') throw err;
+        last = (err as Error).message;
+      }
+      this.checkOpen();
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) {
+        throw new ClientError('DEADLINE_EXCEEDED', `${what} at ${this.url} was not ready within ${timeoutMs / 1000} s (last answer: ${last})`);
+      }
+      await sleep(Math.min(pollMs, remaining), options.signal);
+      pollMs = Math.min(pollMs * 2, MAX_POLL_MS);
+    }
+  }
+
+  private settings(options: CallOptions, defaultTimeoutMs: number): CallSettings {
+    const timeoutMs = options.timeoutSeconds === undefined ? defaultTimeoutMs : seconds(options.timeoutSeconds, 'timeoutSeconds');
+    return { timeoutMs, signal: options.signal, headers: options.headers ? { ...this.headers, ...options.headers } : this.headers };
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new ClientError('UNAVAILABLE', `the client for model '${this.modelName}' at ${this.url} is closed`);
+  }
+}
+
+function seconds(value: number | undefined, name: string): number {
+  if (value === undefined) return DEFAULT_TIMEOUT_SECONDS * 1000;
+  if (typeof value !== 'number' || !(value > 0)) throw new ClientError('INVALID_ARGUMENT', `${name} must be a positive number of seconds, got ${String(value)}`);
+  return value * 1000;
+}

@@ -1,0 +1,154 @@
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Model } from '../model/model';
+import type { ModelRepository } from '../model/model-repository';
+
+type Labels = { model: string; version: string };
+
+/**
+ * Prometheus metrics with Triton's family names and labels. Per-model counters are read from each model's
+ * statistics at scrape time (one source of truth); the batch-size histogram and per-instance counters are
+ * fed by executions. Users register their own metrics on `registry`.
+ */
+export class Metrics {
+  /** The registry served on the metrics port; add your own metrics with `registers: [metrics.registry]`. */
+  readonly registry = new Registry();
+  private readonly batchSize: Histogram<'model' | 'version'>;
+  private readonly instanceExecutions: Counter<'model' | 'version' | 'instance'>;
+
+  constructor(private readonly repository: ModelRepository) {
+    const registers = [this.registry];
+    const perModel = (name: string, help: string, read: (m: Model) => number) =>
+      new Counter({
+        name,
+        help,
+        labelNames: ['model', 'version'] as const,
+        registers,
+        collect() {
+          this.reset();
+          for (const m of repository.all()) this.inc(labels(m), read(m));
+        },
+      });
+    const us = (ns: number) => Math.floor(ns / 1000);
+    perModel('nv_inference_request_success', 'Number of successful inference requests, all batch sizes', (m) => m.statistics.success.count);
+    new Counter({
+      name: 'nv_inference_request_failure',
+      help: 'Number of failed inference requests, all batch sizes',
+      labelNames: ['model', 'reason', 'version'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const m of repository.all()) {
+          for (const [reason, n] of Object.entries(m.statistics.failures)) this.inc({ ...labels(m), reason }, n);
+        }
+      },
+    });
+    perModel('nv_inference_count', 'Number of inferences performed (does not include cached requests)', (m) => m.statistics.inferenceCount);
+    perModel('nv_inference_exec_count', 'Number of model executions performed (does not include cached requests)', (m) => m.statistics.executionCount);
+    perModel('nv_inference_request_duration_us', 'Cumulative inference request duration in microseconds (includes cached requests)', (m) =>
+      us(m.statistics.success.ns + m.statistics.fail.ns),
+    );
+    perModel('nv_inference_queue_duration_us', 'Cumulative inference queuing duration in microseconds (includes cached requests)', (m) => us(m.statistics.queue.ns));
+    perModel('nv_inference_compute_input_duration_us', 'Cumulative compute input duration in microseconds (does not include cached requests)', (m) =>
+      us(m.statistics.computeInput.ns),
+    );
+    perModel('nv_inference_compute_infer_duration_us', 'Cumulative compute inference duration in microseconds (does not include cached requests)', (m) =>
+      us(m.statistics.computeInfer.ns),
+    );
+    perModel('nv_inference_compute_output_duration_us', 'Cumulative inference compute output duration in microseconds (does not include cached requests)', (m) =>
+      us(m.statistics.computeOutput.ns),
+    );
+    new Gauge({
+      name: 'nv_inference_pending_request_count',
+      help: 'Instantaneous number of pending requests awaiting execution per-model.',
+      labelNames: ['model', 'version'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const m of repository.all()) this.set(labels(m), m.scheduler.pendingCount);
+      },
+    });
+    new Gauge({
+      name: 'tstriton_instance_healthy',
+      help: 'Whether each model instance can take work (0 while a worker restarts).',
+      labelNames: ['model', 'version', 'instance', 'device'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const m of repository.all()) {
+          for (const i of m.instances) this.set({ ...labels(m), instance: i.name, device: `${i.device.kind}:${i.device.id}` }, i.healthy ? 1 : 0);
+        }
+      },
+    });
+    this.batchSize = new Histogram({
+      name: 'tstriton_batch_size',
+      help: 'Rows per model execution.',
+      labelNames: ['model', 'version'] as const,
+      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256],
+      registers,
+    });
+    this.instanceExecutions = new Counter({
+      name: 'tstriton_instance_execution_count',
+      help: 'Model executions per instance.',
+      labelNames: ['model', 'version', 'instance'] as const,
+      registers,
+    });
+  }
+
+  /** Subscribes to a model's executions. */
+  watch(model: Model): void {
+    model.executionListeners.push((record) => {
+      if (record.failed) return;
+      this.batchSize.observe(labels(model), record.rows);
+      this.instanceExecutions.inc({ ...labels(model), instance: record.instance.name });
+    });
+  }
+
+  /** The Prometheus text exposition. */
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+}
+
+function labels(m: Model): Labels {
+  return { model: m.name, version: m.version };
+}
+
+/** Serves `GET /metrics` (and `/metrics/`) on the metrics port, as Triton does. */
+export class MetricsServer {
+  private readonly server: http.Server;
+
+  constructor(private readonly metrics: Metrics) {
+    this.server = http.createServer((req, res) => {
+      const path = (req.url ?? '/').split('?')[0];
+      if (path !== '/metrics' && path !== '/metrics/') {
+        res.writeHead(404, { 'Content-Type': 'text/plain' }).end('Not Found');
+        return;
+      }
+      if (req.method !== 'GET') {
+        res.writeHead(405, { 'Content-Type': 'text/plain' }).end('Method Not Allowed');
+        return;
+      }
+      this.metrics.render().then(
+        (text) => res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8' }).end(text),
+        (err: Error) => res.writeHead(500, { 'Content-Type': 'text/plain' }).end(err.message),
+      );
+    });
+  }
+
+  listen(port: number, host: string): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => {
+        this.server.off('error', reject);
+        resolve((this.server.address() as AddressInfo).port);
+      });
+    });
+  }
+
+  close(): void {
+    this.server.close();
+    this.server.closeAllConnections();
+  }
+}

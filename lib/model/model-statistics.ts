@@ -1,0 +1,102 @@
+import type { ExecutionRecord, Scheduled } from '../scheduler/scheduler';
+
+/** A count and a cumulative duration, as Triton's `StatisticDuration`. */
+export interface Duration {
+  count: number;
+  ns: number;
+}
+
+/** Why a request failed, as Triton's `nv_inference_request_failure` reasons. */
+export type FailureReason = 'REJECTED' | 'CANCELED' | 'BACKEND' | 'OTHER';
+
+/** Statistics of one execution batch size. */
+interface BatchStats {
+  compute_input: Duration;
+  compute_infer: Duration;
+  compute_output: Duration;
+}
+
+const zero = (): Duration => ({ count: 0, ns: 0 });
+
+/**
+ * A model's statistics in the shape of Triton's statistics extension. Per request: success, fail, queue and
+ * compute_* (every request of an execution counts once, so the three compute counts always agree, as
+ * perf_analyzer requires); per execution: `execution_count`, `inference_count` (rows) and `batch_stats`.
+ */
+export class ModelStatistics {
+  success = zero();
+  fail = zero();
+  queue = zero();
+  computeInput = zero();
+  computeInfer = zero();
+  computeOutput = zero();
+  inferenceCount = 0;
+  executionCount = 0;
+  lastInference = 0;
+  readonly failures: Record<FailureReason, number> = { REJECTED: 0, CANCELED: 0, BACKEND: 0, OTHER: 0 };
+  private readonly batches = new Map<number, BatchStats>();
+
+  /** Records a request that succeeded after `totalNs` in the server. */
+  recordSuccess(totalNs: number, s: Scheduled<unknown>): void {
+    add(this.success, totalNs);
+    add(this.queue, s.queueNs);
+    add(this.computeInput, s.computeInputNs);
+    add(this.computeInfer, s.computeInferNs);
+    add(this.computeOutput, s.computeOutputNs);
+    this.lastInference = Date.now();
+  }
+
+  /** Records a request that failed after `totalNs`. */
+  recordFailure(totalNs: number, reason: FailureReason): void {
+    add(this.fail, totalNs);
+    this.failures[reason]++;
+  }
+
+  /** Records one execution. */
+  recordExecution(e: ExecutionRecord): void {
+    if (e.failed) return;
+    this.executionCount++;
+    this.inferenceCount += e.rows;
+    let b = this.batches.get(e.rows);
+    if (!b) this.batches.set(e.rows, (b = { compute_input: zero(), compute_infer: zero(), compute_output: zero() }));
+    add(b.compute_input, e.computeInputNs);
+    add(b.compute_infer, e.computeInferNs);
+    add(b.compute_output, e.computeOutputNs);
+  }
+
+  /** Triton's JSON form of one model's entry in `model_stats`. */
+  toJson(name: string, version: string): Record<string, unknown> {
+    return {
+      name,
+      version,
+      last_inference: this.lastInference,
+      inference_count: this.inferenceCount,
+      execution_count: this.executionCount,
+      inference_stats: {
+        success: { ...this.success },
+        fail: { ...this.fail },
+        queue: { ...this.queue },
+        compute_input: { ...this.computeInput },
+        compute_infer: { ...this.computeInfer },
+        compute_output: { ...this.computeOutput },
+        cache_hit: zero(),
+        cache_miss: zero(),
+      },
+      response_stats: {},
+      batch_stats: [...this.batches.entries()]
+        .sort(([a], [b]) => a - b)
+        .map(([batch_size, s]) => ({
+          batch_size,
+          compute_input: { ...s.compute_input },
+          compute_infer: { ...s.compute_infer },
+          compute_output: { ...s.compute_output },
+        })),
+      memory_usage: [],
+    };
+  }
+}
+
+function add(d: Duration, ns: number): void {
+  d.count++;
+  d.ns += ns;
+}

@@ -1,0 +1,196 @@
+import { TritonError } from '../errors';
+import type { Request } from '../callable';
+
+/** Queue policy of one priority level (the scheduler's view of `QueuePolicy`). */
+export interface QueuePolicyOptions {
+  maxQueueSize?: number;
+  defaultTimeoutMicroseconds?: number;
+  allowTimeoutOverride?: boolean;
+  timeoutAction?: 'REJECT' | 'DELAY';
+}
+
+/** A request waiting in the queue. */
+export interface Pending {
+  readonly request: Request;
+  /** Rows this request contributes to a batch. */
+  readonly rows: number;
+  /** Requests can share a batch only when their keys are equal (same inputs, same non-batch dims). */
+  readonly batchKey: string;
+  readonly enqueuedAt: number;
+  resolve(value: unknown): void;
+  reject(err: unknown): void;
+  onAbort: (() => void) | undefined;
+  timer: NodeJS.Timeout | undefined;
+  settled: boolean;
+  /** Where the request sits: its level and whether it was delayed by a timeout. */
+  level?: Level;
+  delayed?: boolean;
+}
+
+interface Level {
+  readonly priority: number;
+  readonly policy: Required<QueuePolicyOptions>;
+  /** Requests in arrival order. */
+  readonly queue: Pending[];
+  /** Requests whose timeout expired under the DELAY action: they run after the others of this level. */
+  readonly delayed: Pending[];
+}
+
+const DEFAULT_POLICY: Required<QueuePolicyOptions> = {
+  maxQueueSize: 0,
+  defaultTimeoutMicroseconds: 0,
+  allowTimeoutOverride: false,
+  timeoutAction: 'REJECT',
+};
+
+/**
+ * The scheduler's queue: one FIFO per priority level (1 is the highest), each with its queue policy —
+ * size limit, queue timeout with REJECT or DELAY, per-request timeout override.
+ */
+export class PriorityQueue {
+  private readonly levels: Level[];
+  private readonly defaultLevel: Level;
+  private count = 0;
+  private rows = 0;
+
+  constructor(
+    priorityLevels: number,
+    defaultPriorityLevel: number,
+    defaultPolicy: QueuePolicyOptions,
+    policies: Readonly<Record<number, QueuePolicyOptions>>,
+    private readonly onTimeout: (p: Pending, reason: 'REJECTED') => void,
+  ) {
+    const base = { ...DEFAULT_POLICY, ...stripUndefined(defaultPolicy) };
+    const n = Math.max(1, priorityLevels);
+    this.levels = Array.from({ length: n }, (_, i) => ({
+      priority: i + 1,
+      policy: { ...base, ...stripUndefined(policies[i + 1] ?? {}) },
+      queue: [],
+      delayed: [],
+    }));
+    const d = defaultPriorityLevel >= 1 && defaultPriorityLevel <= n ? defaultPriorityLevel : n;
+    this.defaultLevel = this.levels[priorityLevels === 0 ? 0 : d - 1] as Level;
+  }
+
+  /** Requests waiting. */
+  get size(): number {
+    return this.count;
+  }
+
+  /** Rows waiting, over every level. */
+  totalRows(): number {
+    return this.rows;
+  }
+
+  /** When the oldest waiting request arrived. */
+  oldestEnqueuedAt(): number {
+    let oldest = Infinity;
+    for (const l of this.levels) {
+      const a = l.queue[0]?.enqueuedAt ?? Infinity;
+      const b = l.delayed[0]?.enqueuedAt ?? Infinity;
+      oldest = Math.min(oldest, a, b);
+    }
+    return oldest;
+  }
+
+  /** Adds a request at its level; throws UNAVAILABLE when that level is full. */
+  push(p: Pending, priority: number, timeoutOverrideUs: number): void {
+    const level = priority >= 1 && priority <= this.levels.length ? (this.levels[priority - 1] as Level) : this.defaultLevel;
+    const { maxQueueSize, defaultTimeoutMicroseconds, allowTimeoutOverride } = level.policy;
+    if (maxQueueSize > 0 && level.queue.length + level.delayed.length >= maxQueueSize) {
+      throw new TritonError('UNAVAILABLE', 'Exceeds maximum queue size');
+    }
+    let timeoutUs = defaultTimeoutMicroseconds;
+    // A zero default means "no timeout", so any override is tighter than it.
+    if (allowTimeoutOverride && timeoutOverrideUs > 0 && (timeoutUs === 0 || timeoutOverrideUs < timeoutUs)) timeoutUs = timeoutOverrideUs;
+    p.level = level;
+    p.delayed = false;
+    level.queue.push(p);
+    this.count++;
+    this.rows += p.rows;
+    if (timeoutUs > 0) p.timer = setTimeout(() => this.expire(p), timeoutUs / 1000);
+  }
+
+  private expire(p: Pending): void {
+    p.timer = undefined;
+    const level = p.level as Level;
+    if (p.settled || p.delayed) return;
+    if (level.policy.timeoutAction === 'DELAY') {
+      const i = level.queue.indexOf(p);
+      if (i < 0) return;
+      level.queue.splice(i, 1);
+      p.delayed = true;
+      level.delayed.push(p);
+      return;
+    }
+    if (this.remove(p)) this.onTimeout(p, 'REJECTED');
+  }
+
+  /** Removes a waiting request; false if it is no longer queued. */
+  remove(p: Pending): boolean {
+    const level = p.level;
+    if (!level) return false;
+    const list = p.delayed ? level.delayed : level.queue;
+    const i = list.indexOf(p);
+    if (i < 0) return false;
+    list.splice(i, 1);
+    this.taken(p);
+    return true;
+  }
+
+  /** Removes and returns every waiting request. */
+  removeAll(): Pending[] {
+    const all: Pending[] = [];
+    for (const l of this.levels) all.push(...l.queue.splice(0), ...l.delayed.splice(0));
+    for (const p of all) this.taken(p);
+    return all;
+  }
+
+  /**
+   * Takes the next batch: the head request (highest priority, arrival order, delayed ones last in their
+   * level) and, when `maxRows` > 0, every following request with the same batch key while the rows fit.
+   * It stops at the first request that does not fit, so nothing overtakes an earlier request of its level.
+   */
+  takeBatch(maxRows: number): Pending[] {
+    const batch: Pending[] = [];
+    let rows = 0;
+    for (const level of this.levels) {
+      for (const list of [level.queue, level.delayed]) {
+        while (list.length > 0) {
+          const p = list[0] as Pending;
+          if (batch.length > 0 && (maxRows === 0 || p.batchKey !== (batch[0] as Pending).batchKey || rows + p.rows > maxRows)) return batch;
+          list.shift();
+          this.taken(p);
+          batch.push(p);
+          rows += p.rows;
+          if (maxRows === 0) return batch;
+        }
+      }
+    }
+    return batch;
+  }
+
+  /** Puts requests taken by `takeBatch` back at the front of their lists, in order. */
+  returnToFront(items: Pending[]): void {
+    for (let i = items.length - 1; i >= 0; i--) {
+      const p = items[i] as Pending;
+      const level = p.level as Level;
+      (p.delayed ? level.delayed : level.queue).unshift(p);
+      this.count++;
+      this.rows += p.rows;
+    }
+  }
+
+  private taken(p: Pending): void {
+    this.count--;
+    this.rows -= p.rows;
+    if (p.timer) {
+      clearTimeout(p.timer);
+      p.timer = undefined;
+    }
+  }
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

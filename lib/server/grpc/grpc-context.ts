@@ -1,0 +1,14 @@
+import { TritonError } from '../../errors';
+import type { ServerCore } from '../server-core';
+import type { CallTracker } from './call-tracker';
+
+/** What every gRPC handler needs: the server core and the calls in progress. */
+export interface GrpcContext {
+  readonly core: ServerCore;
+  readonly tracker: CallTracker;
+}
+
+/** The error new calls get once the server stops accepting them. */
+export function stoppingError(): TritonError {
+  return new TritonError('UNAVAILABLE', 'Server is stopping and accepts no new requests');
+}

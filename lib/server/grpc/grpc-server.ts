@@ -1,0 +1,64 @@
+import * as grpc from '@grpc/grpc-js';
+import { TritonError } from '../../errors';
+import type { Transport } from '../../triton';
+import type { ServerCore } from '../server-core';
+import { CallTracker } from './call-tracker';
+import type { GrpcContext } from './grpc-context';
+import { healthService } from './health-service';
+import { inferenceService } from './inference-service';
+import { loadProtos } from './protos';
+
+/** How long a forced close lets calls it has just failed send their status before it cuts connections. */
+const FORCE_GRACE_MS = 2000;
+
+/**
+ * The gRPC endpoint: `inference.GRPCInferenceService` and `grpc.health.v1.Health` on grpc-js, with
+ * Triton's unlimited message sizes (`grpcMaxMessageSize`) and gzip/deflate request compression.
+ *
+ * Stopping has two levels, as grpc-js has: `stopAccepting` refuses new calls (health answers
+ * NOT_SERVING) while in-flight calls finish; `forceClose` fails what is left with UNAVAILABLE, closes
+ * connections gracefully, and cuts them after a short grace time.
+ */
+export class GrpcServer implements Transport {
+  readonly name = 'grpc';
+  private readonly server: grpc.Server;
+  private readonly tracker = new CallTracker();
+
+  constructor(private readonly core: ServerCore) {
+    const max = core.config.grpcMaxMessageSize;
+    this.server = new grpc.Server({ 'grpc.max_receive_message_length': max, 'grpc.max_send_message_length': max });
+    const ctx: GrpcContext = { core, tracker: this.tracker };
+    const protos = loadProtos('string');
+    this.server.addService(protos.inference, inferenceService(ctx));
+    this.server.addService(protos.health, healthService(ctx));
+  }
+
+  /** Listens on `grpcAddress:grpcPort`; resolves with the bound port. */
+  start(): Promise<number> {
+    const { grpcAddress, grpcPort } = this.core.config;
+    const host = grpcAddress.includes(':') ? `[${grpcAddress}]` : grpcAddress;
+    return new Promise((resolve, reject) => {
+      this.server.bindAsync(`${host}:${grpcPort}`, grpc.ServerCredentials.createInsecure(), (err, port) => {
+        if (err) reject(new TritonError('INTERNAL', `gRPC server could not listen on ${host}:${grpcPort}: ${err.message}`, { cause: err }));
+        else resolve(port);
+      });
+    });
+  }
+
+  /** Refuses new calls from now on; calls in progress go on. */
+  stopAccepting(): void {
+    this.tracker.stopAccepting();
+  }
+
+  /** Fails the calls still in progress and closes every connection. */
+  forceClose(): void {
+    this.tracker.stopAccepting();
+    // Calls whose model work has just finished write their response in this turn of the event loop; let them.
+    setImmediate(() => {
+      this.tracker.failAll(new TritonError('UNAVAILABLE', 'Server stopped before the request finished'));
+      const timer = setTimeout(() => this.server.forceShutdown(), FORCE_GRACE_MS);
+      timer.unref();
+      this.server.tryShutdown(() => clearTimeout(timer));
+    });
+  }
+}

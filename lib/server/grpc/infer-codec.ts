@@ -1,0 +1,97 @@
+import { TritonError } from '../../errors';
+import type { InferenceRequest, InferenceResponse, NamedTensor } from '../../model/inference';
+import type { Model } from '../../model/model';
+import { decodeBinary, encodeBinary } from '../../tensor/binary-codec';
+import { isDataType } from '../../tensor/dtype';
+import { parseParameters } from '../parameters';
+import { fromInferParameters } from './infer-parameter';
+import type { InferParameterMap, ModelInferRequestMessage, ModelInferResponseMessage } from './messages';
+import { decodeTensorContents } from './tensor-contents';
+
+/** `triton_*` request parameters gRPC clients may send (perf_analyzer sends this one on every request). */
+export const GRPC_ALLOWED_TRITON_KEYS: ReadonlySet<string> = new Set(['triton_enable_empty_final_response']);
+
+/**
+ * Decodes a ModelInferRequest for `model`. Each input takes its data from its typed `contents` when set,
+ * otherwise from the next `raw_input_contents` entry, which numeric inputs view without copying when the
+ * bytes are aligned.
+ */
+export function decodeGrpcInfer(msg: ModelInferRequestMessage, model: Model, signal: AbortSignal): InferenceRequest {
+  const { parameters, priority, timeoutMicroseconds } = parseParameters(
+    fromInferParameters(msg.parameters, 'request'),
+    'request',
+    GRPC_ALLOWED_TRITON_KEYS,
+  );
+  const raw = msg.raw_input_contents ?? [];
+  let rawIndex = 0;
+  const inputs: NamedTensor[] = msg.inputs.map((input) => {
+    const name = input.name;
+    const what = `input '${name}' for model '${model.name}'`;
+    const dtype = input.datatype;
+    if (!isDataType(dtype)) throw invalid(`${what}: unknown datatype ${JSON.stringify(dtype)}`);
+    const shape = input.shape.map((d) => Number(d));
+    if (!shape.every((d) => Number.isSafeInteger(d) && d >= 0)) throw invalid(`${what}: 'shape' must hold non-negative integers, got [${input.shape.join(',')}]`);
+    rejectSharedMemory(input.parameters, what);
+    if (input.contents) {
+      if (raw.length > 0) {
+        throw invalid(`contents field must not be specified when using raw_input_contents for '${name}' for model '${model.name}'`);
+      }
+      return { name, tensor: { dtype, shape, data: decodeTensorContents(dtype, shape, input.contents, what) } };
+    }
+    const bytes = raw[rawIndex++];
+    if (bytes === undefined) throw invalid(`unable to find data for input tensor '${name}' for model '${model.name}' in request.`);
+    return { name, tensor: { dtype, shape, data: decodeBinary(dtype, shape, bytes, what) } };
+  });
+  if (rawIndex < raw.length) {
+    throw invalid(`unexpected additional input data for model '${model.name}': ${raw.length} raw_input_contents for ${rawIndex} raw inputs`);
+  }
+  const outputs = msg.outputs ?? [];
+  for (const o of outputs) {
+    const what = `output '${o.name}' for model '${model.name}'`;
+    rejectSharedMemory(o.parameters, what);
+    const classification = o.parameters?.classification;
+    if (classification && Number(classification.int64_param ?? 0) !== 0) {
+      throw new TritonError('UNSUPPORTED', `${what}: the classification extension is not supported by this server`);
+    }
+  }
+  return {
+    modelName: model.name,
+    modelVersion: model.version,
+    id: msg.id ?? '',
+    inputs,
+    requestedOutputs: outputs.length > 0 ? outputs.map((o) => o.name) : undefined,
+    parameters,
+    priority,
+    timeoutMicroseconds,
+    signal,
+  };
+}
+
+function rejectSharedMemory(params: InferParameterMap | undefined, what: string): void {
+  if (params && params.shared_memory_region !== undefined) {
+    throw new TritonError('UNSUPPORTED', `${what}: shared memory is not supported by this server`);
+  }
+}
+
+/** Encodes a response: one `raw_output_contents` entry per output, same order; `contents` is never used. */
+export function encodeGrpcInfer(response: InferenceResponse, parameters?: InferParameterMap): ModelInferResponseMessage {
+  const outputs = response.outputs;
+  const msg: ModelInferResponseMessage = {
+    model_name: response.modelName,
+    model_version: response.modelVersion,
+    id: response.id,
+    outputs: new Array(outputs.length),
+    raw_output_contents: new Array(outputs.length),
+  };
+  if (parameters) msg.parameters = parameters;
+  for (let i = 0; i < outputs.length; i++) {
+    const { name, tensor } = outputs[i] as NamedTensor;
+    msg.outputs[i] = { name, datatype: tensor.dtype, shape: tensor.shape as number[] };
+    msg.raw_output_contents[i] = encodeBinary(tensor);
+  }
+  return msg;
+}
+
+function invalid(message: string): TritonError {
+  return new TritonError('INVALID_ARGUMENT', message);
+}

@@ -1,0 +1,67 @@
+import type { ServerUnaryCall, UntypedHandleCall, UntypedServiceImplementation, sendUnaryData } from '@grpc/grpc-js';
+import { TritonError } from '../../errors';
+import { stoppingError, type GrpcContext } from './grpc-context';
+import { toGrpcStatus } from './grpc-status';
+import type {
+  ModelConfigResponseMessage,
+  ModelMetadataResponseMessage,
+  ModelRequestMessage,
+  ServerMetadataResponseMessage,
+} from './messages';
+import { modelInfer } from './model-infer';
+import { modelStreamInfer } from './model-stream-infer';
+
+/** RPCs of `inference.GRPCInferenceService` this server does not implement; they answer UNIMPLEMENTED. */
+const UNIMPLEMENTED_RPCS = [
+  'ModelStatistics',
+  'RepositoryIndex',
+  'RepositoryModelLoad',
+  'RepositoryModelUnload',
+  'SystemSharedMemoryStatus',
+  'SystemSharedMemoryRegister',
+  'SystemSharedMemoryUnregister',
+  'CudaSharedMemoryStatus',
+  'CudaSharedMemoryRegister',
+  'CudaSharedMemoryUnregister',
+  'TraceSetting',
+  'LogSettings',
+] as const;
+
+/**
+ * Handlers of `inference.GRPCInferenceService`. Health-like RPCs (ServerLive, ServerReady, ModelReady)
+ * keep answering while the server stops; every other RPC is then refused with UNAVAILABLE.
+ */
+export function inferenceService(ctx: GrpcContext): UntypedServiceImplementation {
+  const { core } = ctx;
+  const repo = core.repository;
+  const service: UntypedServiceImplementation = {
+    ServerLive: unary(ctx, true, () => ({ live: core.isLive() })),
+    ServerReady: unary(ctx, true, () => ({ ready: ctx.tracker.accepting && core.isReady() })),
+    ModelReady: unary(ctx, true, (req: ModelRequestMessage) => ({ ready: ctx.tracker.accepting && repo.get(req.name, req.version).ready })),
+    ServerMetadata: unary(ctx, false, (): ServerMetadataResponseMessage => core.metadata()),
+    ModelMetadata: unary(ctx, false, (req: ModelRequestMessage): ModelMetadataResponseMessage => repo.get(req.name, req.version).metadata),
+    ModelConfig: unary(ctx, false, (req: ModelRequestMessage): ModelConfigResponseMessage => ({ config: repo.get(req.name, req.version).configJson })),
+    ModelInfer: modelInfer(ctx) as UntypedHandleCall,
+    ModelStreamInfer: modelStreamInfer(ctx) as UntypedHandleCall,
+  };
+  for (const rpc of UNIMPLEMENTED_RPCS) {
+    service[rpc] = unary(ctx, true, () => {
+      throw new TritonError('UNSUPPORTED', `${rpc} is not supported by this server`);
+    });
+  }
+  return service;
+}
+
+/** A synchronous unary handler; thrown errors become the call's status. */
+function unary<Req, Res>(ctx: GrpcContext, whileStopping: boolean, fn: (req: Req) => Res): UntypedHandleCall {
+  return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
+    if (!whileStopping && !ctx.tracker.accepting) return callback(toGrpcStatus(stoppingError()));
+    let response: Res;
+    try {
+      response = fn(call.request);
+    } catch (err) {
+      return callback(toGrpcStatus(err));
+    }
+    callback(null, response);
+  };
+}
