@@ -58,14 +58,26 @@ export type DataType = keyof typeof DTYPES;
 /** Every datatype, in table order. */
 export const DATA_TYPES = Object.keys(DTYPES) as DataType[];
 
+/** The element container of each datatype (typed arrays over any ArrayBuffer, shared or not). */
+interface ContainerOf {
+  BOOL: Uint8Array;
+  UINT8: Uint8Array;
+  UINT16: Uint16Array;
+  UINT32: Uint32Array;
+  UINT64: BigUint64Array;
+  INT8: Int8Array;
+  INT16: Int16Array;
+  INT32: Int32Array;
+  INT64: BigInt64Array;
+  FP16: Uint16Array;
+  FP32: Float32Array;
+  FP64: Float64Array;
+  BYTES: Uint8Array[];
+  BF16: Uint16Array;
+}
+
 /** The element container of a datatype: its typed array, or `Uint8Array[]` for BYTES. */
-export type TensorData<D extends DataType = DataType> = D extends 'BYTES'
-  ? Uint8Array[]
-  : (typeof DTYPES)[D] extends { array: infer C }
-    ? C extends abstract new (...args: never[]) => infer A
-      ? A
-      : never
-    : never;
+export type TensorData<D extends DataType = DataType> = ContainerOf[D];
 
 /** Any typed array the table uses. */
 export type NumericData = TensorData<Exclude<DataType, 'BYTES'>>;

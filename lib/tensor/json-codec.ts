@@ -42,7 +42,7 @@ export function decodeJsonData<D extends DataType>(
       return flat.map((v, i) => {
         if (typeof v !== 'string') throw badElement(what, i, 'a string', v);
         return Buffer.from(v, 'utf8');
-      }) as TensorData<D>;
+      }) as unknown as TensorData<D>;
     case 'bool': {
       const out = new Uint8Array(count);
       flat.forEach((v, i) => {
