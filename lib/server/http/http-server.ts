@@ -100,9 +100,12 @@ export class HttpServer {
       const { json, blobs } = encodeHttpInfer(response, decoded);
       await writeInferResponse(req, res, json, blobs);
     } catch (err) {
+      // An over-limit body is not read to the end; close the connection rather than drain it, and say so
+      // (`Connection: close`) so that keep-alive clients do not send their next request on a dead socket.
+      const tooLarge = err instanceof TritonError && err.code === 'PAYLOAD_TOO_LARGE';
+      if (tooLarge && !res.headersSent) res.setHeader('Connection', 'close');
       sendError(res, toTritonError(err));
-      // An over-limit body is not read to the end; close the connection rather than drain it.
-      if (err instanceof TritonError && err.code === 'PAYLOAD_TOO_LARGE') res.once('finish', () => req.destroy());
+      if (tooLarge) res.once('finish', () => req.destroy());
     }
   }
 }
