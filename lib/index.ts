@@ -5,7 +5,10 @@ export { TritonError, UnrecoverableError, ERROR_CODES, GrpcStatus, toTritonError
 export type { ErrorCode } from './errors';
 export { CALLABLE_MARK, NEVER_ABORTED, isMarkedCallable } from './callable';
 export type { Request, Response, InferCallable, MarkedCallable, OutputValue, ParameterValue } from './callable';
-export type { InferFunc } from './infer-func';
+export { instanceFactory } from './infer-func';
+export type { InferFunc, LifecycleHooks, InstanceFactory, InstanceTarget } from './infer-func';
+export { workers } from './instances';
+export type { WorkersInit, WorkerOptions, WorkerSpec, InstanceContext, HealthEvent } from './instances';
 export {
   TensorSpec,
   ModelConfig,

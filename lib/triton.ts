@@ -3,8 +3,8 @@ import { nameSpecs, type TensorSpec, type TensorSpecInit } from './config/tensor
 import { TritonConfig, type TritonConfigInit } from './config/triton-config';
 import { validateOrThrow } from './config/validate';
 import { TritonError, type UnrecoverableError } from './errors';
-import { resolveCallables, type InferFunc } from './infer-func';
-import { InProcessInstance } from './instances/in-process-instance';
+import type { InferFunc } from './infer-func';
+import { createInstances } from './instances/create-instances';
 import { createLogger, type Logger } from './logger';
 import type { InferenceRequest, InferenceResponse } from './model/inference';
 import { Model } from './model/model';
@@ -21,7 +21,10 @@ export interface BindOptions {
   modelName: string;
   /** Model version (a positive integer); 1 by default. */
   modelVersion?: number;
-  /** The callable: a function, an object with a decorated method, or a list of them (one instance each). */
+  /**
+   * The callable: a function, an object with a decorated method, a class, an `instanceFactory(...)`, or
+   * `workers({ module, devices })` for worker threads; or a list of them (one instance each).
+   */
   inferFunc: InferFunc;
   inputs: readonly (TensorSpec | TensorSpecInit)[];
   outputs: readonly (TensorSpec | TensorSpecInit)[];
@@ -135,8 +138,7 @@ export class Triton implements ServerCore, AsyncDisposable {
         seen.add(s.name);
       }
     }
-    const callables = resolveCallables(options.inferFunc, modelName);
-    const instances = callables.map((fn, i) => new InProcessInstance(`${modelName}_${i}`, { kind: 'cpu', id: 0 }, fn));
+    const instances = createInstances(options.inferFunc, modelName);
     const model = new Model({
       name: modelName,
       version: String(version),

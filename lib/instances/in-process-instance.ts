@@ -1,27 +1,83 @@
 import { TritonError } from '../errors';
 import type { InferCallable, Request, Response } from '../callable';
-import type { Device, Instance, InstanceContext } from './instance';
+import { buildCallable, loadCallable, needsContext, type InstanceTarget, type LoadedCallable } from '../infer-func';
+import { HealthListeners } from './health-listeners';
+import type { Device, HealthEvent, Instance, InstanceContext } from './instance';
+import { checkResponses, startError } from './instance-errors';
 
-/** Runs the callable on the main thread: right for I/O-bound or already asynchronous code. */
+type State = 'new' | 'starting' | 'ready' | 'closing' | 'closed';
+
+/**
+ * Runs the callable on the main thread: right for I/O-bound or already asynchronous code.
+ *
+ * The entry is a raw callable, an object with a decorated method (and optional `initialize`/`finalize`
+ * hooks), a class or an `instanceFactory`; see `buildCallable` for the rule. Functions and objects are
+ * resolved at construction so that `bind()` rejects a bad one at once; classes and factories when the
+ * instance starts, since they need its context.
+ */
 export class InProcessInstance implements Instance {
-  readonly healthy = true;
+  private loaded: LoadedCallable | undefined;
+  private state: State = 'new';
+  private closing: Promise<void> | undefined;
+  private readonly health = new HealthListeners();
 
   constructor(
     readonly name: string,
     readonly device: Device,
-    private readonly callable: InferCallable,
-  ) {}
-
-  async start(_context: InstanceContext): Promise<void> {}
-
-  async execute(requests: Request[]): Promise<Response[]> {
-    const responses = await this.callable(requests);
-    if (!Array.isArray(responses) || responses.length !== requests.length) {
-      const got = Array.isArray(responses) ? `${responses.length} responses` : typeof responses;
-      throw new TritonError('INFERENCE_FAILED', `instance ${this.name}: the callable must return one response per request (${requests.length}), got ${got}`);
-    }
-    return responses;
+    private readonly entry: InferCallable | InstanceTarget,
+    /** The model's name, for error messages; the instance name by default. */
+    modelName: string = name,
+  ) {
+    if (!needsContext(entry)) this.loaded = loadCallable(entry, modelName);
   }
 
-  async close(): Promise<void> {}
+  /** True once the callable is built (at once for functions and objects) until the instance closes. */
+  get healthy(): boolean {
+    return this.loaded !== undefined && this.state !== 'closing' && this.state !== 'closed';
+  }
+
+  /** Builds the callable if it needs the context, then awaits the object's `initialize(context)`. */
+  async start(context: InstanceContext): Promise<void> {
+    if (this.state !== 'new') throw new TritonError('INTERNAL', `instance ${this.name}: start() called twice`);
+    this.state = 'starting';
+    try {
+      this.loaded ??= await buildCallable(this.entry, context);
+      await this.loaded.initialize?.(context);
+    } catch (err) {
+      this.loaded = undefined;
+      this.state = 'closed';
+      throw startError(this.name, err);
+    }
+    this.state = 'ready';
+    this.health.emit({ instance: this.name, healthy: true });
+  }
+
+  async execute(requests: Request[]): Promise<Response[]> {
+    const loaded = this.loaded;
+    if (!loaded || this.state === 'closed') {
+      throw new TritonError('UNAVAILABLE', `instance ${this.name} is ${this.state === 'closed' ? 'closed' : 'not started'}`);
+    }
+    return checkResponses(await loaded.callable(requests), requests.length, this.name);
+  }
+
+  /** Awaits the object's `finalize()` if `start()` completed; idempotent. */
+  close(): Promise<void> {
+    this.closing ??= this.finalize();
+    return this.closing;
+  }
+
+  onHealthChange(listener: (event: HealthEvent) => void): () => void {
+    return this.health.add(listener);
+  }
+
+  private async finalize(): Promise<void> {
+    const started = this.state === 'ready';
+    this.state = 'closing';
+    this.health.emit({ instance: this.name, healthy: false });
+    try {
+      if (started) await this.loaded?.finalize?.();
+    } finally {
+      this.state = 'closed';
+    }
+  }
 }

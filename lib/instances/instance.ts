@@ -33,6 +33,21 @@ export interface Instance {
   execute(requests: Request[]): Promise<Response[]>;
   /** Releases the instance's resources (calls the callable's `finalize`). */
   close(): Promise<void>;
+  /**
+   * Subscribes to health changes (a worker crashing, restarting, failing to restart); returns the unsubscribe
+   * function. Instances whose health never changes after start may omit it.
+   */
+  onHealthChange?(listener: (event: HealthEvent) => void): () => void;
+}
+
+/** A change of an instance's health, or a failed attempt to restore it. */
+export interface HealthEvent {
+  readonly instance: string;
+  readonly healthy: boolean;
+  /** Why the instance is unhealthy: the crash or the failed restart. */
+  readonly cause?: Error;
+  /** When the next restart attempt starts, if one is scheduled. */
+  readonly retryInMs?: number;
 }
 
 /** Parses `cpu`, `gpu`, `gpu:1`, `cuda:1` into a Device. */

@@ -103,6 +103,11 @@ export class Model {
         },
       },
     );
+    for (const instance of init.instances) {
+      instance.onHealthChange?.((event) => {
+        if (event.healthy) this.scheduler.wake();
+      });
+    }
     const description: ModelDescription = {
       name: init.name,
       platform: init.platform ?? '',
@@ -149,6 +154,8 @@ export class Model {
       this.state = 'READY';
     } catch (err) {
       this.state = 'UNAVAILABLE';
+      // Started workers keep running otherwise.
+      await Promise.allSettled(this.instances.map((i) => i.close()));
       this.loadError = err instanceof Error ? err : new Error(String(err));
       throw new TritonError('INTERNAL', `failed to load model '${this.name}': ${this.loadError.message}`, { cause: err });
     }

@@ -1,0 +1,347 @@
+import { extname, join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { NEVER_ABORTED, type Request, type Response } from '../callable';
+import { TritonError, UnrecoverableError } from '../errors';
+import { HealthListeners } from './health-listeners';
+import type { Device, HealthEvent, Instance, InstanceContext } from './instance';
+import { checkResponses, startError } from './instance-errors';
+import { decodeResponses, encodeRequests, isDataCloneError } from './worker/batch-codec';
+import { deserializeError, serializeError } from './worker/error-transfer';
+import type { FromWorker, ToWorker, WorkerInit } from './worker/messages';
+import type { WorkerSpec } from './worker-spec';
+
+/**
+ * States: `new` → `starting` → `ready`; a crash → `restarting` (spawning a worker) or `backoff` (waiting
+ * before the next attempt) → `ready`; an UnrecoverableError at start → `failed`; `close()` → `closing` → `closed`.
+ */
+type State = 'new' | 'starting' | 'ready' | 'restarting' | 'backoff' | 'failed' | 'closing' | 'closed';
+
+/** A batch sent to the worker and not yet answered. */
+interface InFlight {
+  resolve(responses: unknown): void;
+  reject(err: Error): void;
+}
+
+/**
+ * Runs the callable in a dedicated worker thread, which loads the user's module and builds the callable
+ * there: right for CPU-bound code and for libraries whose calls block their thread (onnxruntime-node).
+ *
+ * One message per batch each way; tensor buffers are transferred, not cloned (see `TensorMover`). A crashed
+ * worker fails only the batches it was running, turns the instance unhealthy and is restarted: at once the
+ * first time, then with a doubling delay while it keeps crashing without completing a batch.
+ */
+export class WorkerInstance implements Instance {
+  private state: State = 'new';
+  private worker: Worker | undefined;
+  private context: InstanceContext | undefined;
+  private readonly inFlight = new Map<number, InFlight>();
+  private nextId = 0;
+  /** Crashes and failed restarts since the last batch that succeeded. */
+  private failures = 0;
+  private lastCause: Error | undefined;
+  private failure: Error | undefined;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private restartAt = 0;
+  private waiters: { resolve(): void; reject(err: Error): void }[] = [];
+  private onClosed: ((error: Error | undefined) => void) | undefined;
+  private closing: Promise<void> | undefined;
+  private readonly health = new HealthListeners();
+
+  constructor(
+    readonly name: string,
+    readonly device: Device,
+    private readonly spec: WorkerSpec,
+  ) {}
+
+  /** True while a worker is running and ready for batches. */
+  get healthy(): boolean {
+    return this.state === 'ready';
+  }
+
+  /** Spawns the worker and resolves once it has built its callable and run `initialize(context)`. */
+  async start(context: InstanceContext): Promise<void> {
+    if (this.state !== 'new') throw new TritonError('INTERNAL', `instance ${this.name}: start() called twice`);
+    this.context = context;
+    this.state = 'starting';
+    try {
+      await this.spawn();
+    } catch (err) {
+      if (this.isClosing()) throw err;
+      this.fail(err as Error);
+      throw err;
+    }
+    if (!this.isClosing()) this.becomeReady();
+  }
+
+  async execute(requests: Request[]): Promise<Response[]> {
+    if (this.state !== 'ready') await this.whenReady();
+    const worker = this.worker as Worker;
+    const id = this.nextId++;
+    const listeners: (() => void)[] = [];
+    const responses = await new Promise<unknown>((resolve, reject) => {
+      this.inFlight.set(id, { resolve, reject });
+      try {
+        this.post(worker, id, requests);
+      } catch (err) {
+        this.inFlight.delete(id);
+        reject(err);
+        return;
+      }
+      // Signals cannot cross threads: forward each abort as a message to the worker's own AbortController.
+      requests.forEach((r, index) => {
+        if (r.signal === NEVER_ABORTED || r.signal.aborted) return;
+        const onAbort = () => worker.postMessage({ type: 'abort', id, index, reason: serializeError(r.signal.reason) } satisfies ToWorker);
+        r.signal.addEventListener('abort', onAbort, { once: true });
+        listeners.push(() => r.signal.removeEventListener('abort', onAbort));
+      });
+    }).finally(() => {
+      for (const remove of listeners) remove();
+    });
+    return checkResponses(responses, requests.length, this.name);
+  }
+
+  /** Lets the worker finish its batches and run `finalize()` (up to `closeTimeoutMs`), then terminates it; idempotent. */
+  close(): Promise<void> {
+    this.closing ??= this.shutdown();
+    return this.closing;
+  }
+
+  onHealthChange(listener: (event: HealthEvent) => void): () => void {
+    return this.health.add(listener);
+  }
+
+  /** Encodes and posts one batch; falls back to copying every buffer if one cannot be transferred. */
+  private post(worker: Worker, id: number, requests: readonly Request[]): void {
+    let encoded = encodeRequests(requests);
+    try {
+      worker.postMessage({ type: 'batch', id, requests: encoded.value } satisfies ToWorker, encoded.transferList);
+    } catch (err) {
+      if (!isDataCloneError(err)) throw err;
+      encoded = encodeRequests(requests, true);
+      worker.postMessage({ type: 'batch', id, requests: encoded.value } satisfies ToWorker, encoded.transferList);
+    }
+  }
+
+  /** Starts a worker; resolves when it is ready, rejects (and ends it) if it fails before. */
+  private spawn(): Promise<void> {
+    const init: WorkerInit = { module: this.spec.module, exportName: this.spec.exportName, context: this.context as InstanceContext };
+    const { filename, execArgv } = workerEntry(this.spec.options.execArgv);
+    const worker = new Worker(filename, {
+      workerData: init,
+      execArgv,
+      env: this.spec.options.env,
+      resourceLimits: this.spec.options.resourceLimits,
+    });
+    this.worker = worker;
+    return new Promise<void>((resolve, reject) => {
+      let ready = false;
+      let cause: Error | undefined;
+      const failStart = (err: Error) => {
+        if (this.worker === worker) this.worker = undefined;
+        reject(startError(this.name, err));
+      };
+      worker.on('message', (msg: FromWorker) => {
+        if (msg.type === 'ready') {
+          ready = true;
+          resolve();
+        } else if (msg.type === 'start-failed') {
+          failStart(deserializeError(msg.error));
+          void worker.terminate();
+        } else this.onMessage(msg);
+      });
+      worker.on('error', (err: Error) => {
+        cause = err;
+      });
+      worker.on('messageerror', (err: Error) => {
+        // A result that could not be deserialised: its batch cannot be told apart, so fail what is in flight.
+        this.failInFlight(new TritonError('INTERNAL', `instance ${this.name}: a message from the worker could not be read: ${err.message}`, { cause: err }));
+      });
+      worker.on('exit', (code: number) => {
+        if (!ready) failStart(new Error(exitReason(code, cause)));
+        else this.onExit(worker, code, cause);
+      });
+    });
+  }
+
+  private onMessage(msg: FromWorker): void {
+    switch (msg.type) {
+      case 'result': {
+        const batch = this.take(msg.id);
+        if (!batch) return;
+        this.failures = 0;
+        batch.resolve(decodeResponses(msg.responses));
+        return;
+      }
+      case 'error':
+        this.take(msg.id)?.reject(deserializeError(msg.error));
+        return;
+      case 'closed':
+        this.onClosed?.(msg.error && deserializeError(msg.error));
+        return;
+      default:
+        return;
+    }
+  }
+
+  private take(id: number): InFlight | undefined {
+    const batch = this.inFlight.get(id);
+    this.inFlight.delete(id);
+    return batch;
+  }
+
+  /** A running worker ended: a crash, unless the instance is closing. */
+  private onExit(worker: Worker, code: number, cause: Error | undefined): void {
+    if (this.worker !== worker) return;
+    this.worker = undefined;
+    if (this.isClosing()) {
+      this.onClosed?.(undefined);
+      this.failInFlight(new TritonError('UNAVAILABLE', `instance ${this.name} closed before the batch finished`));
+      return;
+    }
+    const error = new TritonError(
+      'INFERENCE_FAILED',
+      `instance ${this.name}: the worker thread ${exitReason(code, cause)}; the batch it was running failed and the worker is restarting`,
+      { cause },
+    );
+    this.failures++;
+    this.scheduleRestart(error);
+    this.failInFlight(error);
+  }
+
+  private scheduleRestart(cause: Error): void {
+    const { restartDelayMs, maxRestartDelayMs } = this.spec.options;
+    const delay = this.failures <= 1 ? 0 : Math.min(maxRestartDelayMs, restartDelayMs * 2 ** (this.failures - 2));
+    this.lastCause = cause;
+    this.state = delay > 0 ? 'backoff' : 'restarting';
+    if (delay > 0) {
+      // Batches that wait for this worker would wait the whole delay; fail them now (see whenReady).
+      this.rejectWaiters(this.backoffError());
+      this.restartAt = Date.now() + delay;
+      this.restartTimer = setTimeout(() => void this.restart(), delay);
+    } else void this.restart();
+    this.health.emit({ instance: this.name, healthy: false, cause, retryInMs: delay });
+  }
+
+  private async restart(): Promise<void> {
+    this.restartTimer = undefined;
+    if (this.isClosing()) return;
+    this.state = 'restarting';
+    try {
+      await this.spawn();
+    } catch (err) {
+      if (this.isClosing()) return;
+      if ((err as Error) instanceof UnrecoverableError) {
+        this.fail(err as Error);
+        this.health.emit({ instance: this.name, healthy: false, cause: err as Error });
+        return;
+      }
+      this.failures++;
+      this.rejectWaiters(new TritonError('UNAVAILABLE', `instance ${this.name} could not restart its worker: ${(err as Error).message}`, { cause: err }));
+      this.scheduleRestart(err as Error);
+      return;
+    }
+    if (!this.isClosing()) this.becomeReady();
+  }
+
+  private becomeReady(): void {
+    this.state = 'ready';
+    for (const w of this.waiters.splice(0)) w.resolve();
+    this.health.emit({ instance: this.name, healthy: true });
+  }
+
+  /** Stops for good: batches get `err` (an UnrecoverableError stops the server through the scheduler). */
+  private fail(err: Error): void {
+    this.state = 'failed';
+    this.failure = err;
+    this.rejectWaiters(err);
+  }
+
+  /**
+   * Waits until the instance can take a batch. A batch given while the worker starts or restarts waits for
+   * it; while the worker backs off after repeated crashes, or once the instance failed or closed, it fails at once.
+   */
+  private whenReady(): Promise<void> {
+    switch (this.state) {
+      case 'ready':
+        return Promise.resolve();
+      case 'starting':
+      case 'restarting':
+        return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
+      case 'backoff':
+        return Promise.reject(this.backoffError());
+      case 'failed':
+        return Promise.reject(this.failure);
+      case 'new':
+        return Promise.reject(new TritonError('UNAVAILABLE', `instance ${this.name} is not started`));
+      default:
+        return Promise.reject(new TritonError('UNAVAILABLE', `instance ${this.name} is closed`));
+    }
+  }
+
+  private backoffError(): TritonError {
+    const wait = Math.max(0, this.restartAt - Date.now());
+    return new TritonError(
+      'UNAVAILABLE',
+      `instance ${this.name} is restarting its worker after ${this.failures} consecutive failures (last: ${this.lastCause?.message ?? 'unknown'}); next attempt in ${wait} ms`,
+      { cause: this.lastCause },
+    );
+  }
+
+  private rejectWaiters(err: Error): void {
+    for (const w of this.waiters.splice(0)) w.reject(err);
+  }
+
+  private failInFlight(err: Error): void {
+    const batches = [...this.inFlight.values()];
+    this.inFlight.clear();
+    for (const b of batches) b.reject(err);
+  }
+
+  private isClosing(): boolean {
+    return this.state === 'closing' || this.state === 'closed';
+  }
+
+  private async shutdown(): Promise<void> {
+    const wasReady = this.state === 'ready';
+    this.state = 'closing';
+    clearTimeout(this.restartTimer);
+    this.rejectWaiters(new TritonError('UNAVAILABLE', `instance ${this.name} is closing`));
+    if (wasReady) this.health.emit({ instance: this.name, healthy: false });
+    const worker = this.worker;
+    let finalizeError: Error | undefined;
+    if (worker && wasReady) {
+      // The worker finishes the batches it has, runs finalize() and answers 'closed' (or exits).
+      let timer: NodeJS.Timeout | undefined;
+      finalizeError = await new Promise<Error | undefined>((resolve) => {
+        this.onClosed = resolve;
+        timer = setTimeout(() => resolve(new Error(`finalize() and the batches in flight did not finish within ${this.spec.options.closeTimeoutMs} ms`)), this.spec.options.closeTimeoutMs);
+        worker.postMessage({ type: 'close' } satisfies ToWorker);
+      });
+      clearTimeout(timer);
+      this.onClosed = undefined;
+    }
+    if (worker) await worker.terminate();
+    this.worker = undefined;
+    this.failInFlight(new TritonError('UNAVAILABLE', `instance ${this.name} closed before the batch finished`));
+    this.state = 'closed';
+    if (finalizeError) throw new TritonError('INTERNAL', `instance ${this.name}: ${finalizeError.message}`, { cause: finalizeError });
+  }
+}
+
+/** Why a worker ended, in words. */
+function exitReason(code: number, cause: Error | undefined): string {
+  if (!cause) return `exited with code ${code}`;
+  if ((cause as { code?: unknown }).code === 'ERR_WORKER_OUT_OF_MEMORY') return `ran out of memory (${cause.message})`;
+  return `crashed with an uncaught ${cause.name}: ${cause.message}`;
+}
+
+/**
+ * The worker's entry: compiled `worker/worker-main.js` beside this file in dist/. When this file runs as
+ * TypeScript source (jest, ts tooling), the worker loads `worker-main.ts` with a TypeScript hook preloaded.
+ */
+function workerEntry(userExecArgv: readonly string[] | undefined): { filename: string; execArgv: string[] | undefined } {
+  const ext = extname(__filename);
+  const filename = join(__dirname, 'worker', `worker-main${ext}`);
+  if (ext !== '.ts') return { filename, execArgv: userExecArgv && [...userExecArgv] };
+  return { filename, execArgv: [...(userExecArgv ?? process.execArgv), '--require', join(__dirname, 'worker', 'register-ts.js')] };
+}

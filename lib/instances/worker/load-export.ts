@@ -1,0 +1,33 @@
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+import { TritonError } from '../../errors';
+
+// Under CommonJS, TypeScript compiles `import()` to `require()`, which cannot load an ES module.
+const importModule = new Function('specifier', 'return import(specifier)') as (specifier: string) => Promise<unknown>;
+
+/**
+ * Loads the user's module in the worker (`require` for CommonJS, `import()` for ES modules) and returns the
+ * export named `exportName`. For `'default'`, a CommonJS module without a default export gives `module.exports`.
+ */
+export async function loadExport(path: string, exportName: string): Promise<unknown> {
+  let mod: unknown;
+  if (/\.mjs$/i.test(path)) mod = await importModule(pathToFileURL(path).href);
+  else {
+    try {
+      mod = createRequire(path)(path);
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== 'ERR_REQUIRE_ESM') throw err;
+      mod = await importModule(pathToFileURL(path).href);
+    }
+  }
+  const exports = (typeof mod === 'object' || typeof mod === 'function') && mod !== null ? (mod as Record<string, unknown>) : {};
+  const value = exportName === 'default' ? (exports.default ?? mod) : exports[exportName];
+  if (value === undefined || value === null) {
+    const names = Object.keys(exports);
+    throw new TritonError(
+      'INVALID_CONFIG',
+      `module '${path}' has no export '${exportName}'` + (names.length > 0 ? ` (it exports: ${names.join(', ')})` : ''),
+    );
+  }
+  return value;
+}

@@ -1,0 +1,96 @@
+/**
+ * The entry of a worker-thread instance. It loads the user's module, builds the callable with the instance's
+ * context, calls `initialize`, then runs one batch per message until told to close, when it awaits the
+ * batches still running and calls `finalize`.
+ */
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
+import { NEVER_ABORTED } from '../../callable';
+import { buildCallable, type LoadedCallable } from '../../infer-func';
+import { decodeRequests, encodeResponses, isDataCloneError } from './batch-codec';
+import { deserializeError, serializeError } from './error-transfer';
+import { loadExport } from './load-export';
+import type { FromWorker, ToWorker, WireRequest, WorkerInit } from './messages';
+
+function post(port: MessagePort, message: FromWorker, transferList: ArrayBuffer[] = []): void {
+  port.postMessage(message, transferList);
+}
+
+async function main(port: MessagePort, init: WorkerInit): Promise<void> {
+  let loaded: LoadedCallable;
+  try {
+    loaded = await buildCallable(await loadExport(init.module, init.exportName), init.context);
+    await loaded.initialize?.(init.context);
+  } catch (err) {
+    // The main thread terminates this worker once it reads the failure.
+    post(port, { type: 'start-failed', error: serializeError(err) });
+    return;
+  }
+  const running = new Map<number, { controllers: (AbortController | undefined)[]; done: Promise<void> }>();
+
+  const runBatch = async (id: number, wire: readonly WireRequest[], controllers: (AbortController | undefined)[]): Promise<void> => {
+    try {
+      const requests = decodeRequests(wire, (i, w) => {
+        if (w.abort === 'never') return NEVER_ABORTED;
+        const controller = new AbortController();
+        controllers[i] = controller;
+        if (w.abort === 'aborted') controller.abort(w.reason && deserializeError(w.reason));
+        return controller.signal;
+      });
+      const responses = await loaded.callable(requests);
+      sendResult(port, id, responses);
+    } catch (err) {
+      post(port, { type: 'error', id, error: serializeError(err) });
+    } finally {
+      running.delete(id);
+    }
+  };
+
+  const close = async (): Promise<void> => {
+    await Promise.allSettled([...running.values()].map((r) => r.done));
+    try {
+      await loaded.finalize?.();
+      post(port, { type: 'closed' });
+    } catch (err) {
+      post(port, { type: 'closed', error: serializeError(err) });
+    }
+  };
+
+  port.on('message', (msg: ToWorker) => {
+    switch (msg.type) {
+      case 'batch': {
+        const controllers: (AbortController | undefined)[] = [];
+        const entry = { controllers, done: Promise.resolve() };
+        running.set(msg.id, entry);
+        entry.done = runBatch(msg.id, msg.requests, controllers);
+        break;
+      }
+      case 'abort':
+        running.get(msg.id)?.controllers[msg.index]?.abort(deserializeError(msg.reason));
+        break;
+      case 'close':
+        void close();
+        break;
+    }
+  });
+  post(port, { type: 'ready' });
+}
+
+/** Sends a batch's responses, transferring their buffers; copies them if a buffer cannot be transferred. */
+function sendResult(port: MessagePort, id: number, responses: unknown): void {
+  let encoded = encodeResponses(responses);
+  try {
+    post(port, { type: 'result', id, responses: encoded.value }, encoded.transferList);
+    return;
+  } catch (err) {
+    if (!isDataCloneError(err)) throw err;
+  }
+  encoded = encodeResponses(responses, true);
+  try {
+    post(port, { type: 'result', id, responses: encoded.value }, encoded.transferList);
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    throw new Error(`the callable's responses cannot be sent to the main thread (only tensors, plain objects, arrays, strings and numbers can): ${message}`, { cause: err });
+  }
+}
+
+if (parentPort) void main(parentPort, workerData as WorkerInit);

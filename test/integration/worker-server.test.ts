@@ -1,0 +1,64 @@
+import * as path from 'node:path';
+import { Triton, workers } from '../../lib';
+
+const ECHO = path.join(__dirname, '../fixtures/workers/echo-model.js');
+
+describe('worker instances behind a real server', () => {
+  let triton: Triton;
+  let base: string;
+
+  beforeEach(async () => {
+    triton = new Triton({ httpPort: 0, metricsPort: 0, httpAddress: '127.0.0.1', metricsAddress: '127.0.0.1', allowGrpc: false, logLevel: 'silent' });
+    triton.bind({
+      modelName: 'twice',
+      inferFunc: workers({ module: ECHO, devices: ['cpu', 'cpu'] }),
+      inputs: [{ name: 'x', dtype: 'FP32', shape: [-1] }],
+      outputs: [{ name: 'y', dtype: 'FP32', shape: [-1] }],
+      config: { batching: false },
+    });
+    await triton.run();
+    base = `http://127.0.0.1:${triton.ports.http}`;
+  });
+
+  afterEach(async () => {
+    await triton.stop();
+  });
+
+  const infer = (action?: string) =>
+    fetch(`${base}/v2/models/twice/infer`, {
+      method: 'POST',
+      body: JSON.stringify({
+        parameters: action ? { action } : undefined,
+        inputs: [{ name: 'x', datatype: 'FP32', shape: [3], data: [1, 2, 3] }],
+        outputs: [{ name: 'y' }],
+      }),
+    });
+
+  it('runs batches in worker threads and reports the instance group', async () => {
+    const res = await infer();
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { outputs: { data: number[] }[] }).outputs[0]!.data).toEqual([2, 4, 6]);
+    const config = (await (await fetch(`${base}/v2/models/twice/config`)).json()) as { instance_group: { kind: string; count: number }[] };
+    expect(config.instance_group).toEqual([expect.objectContaining({ kind: 'KIND_CPU', count: 2 })]);
+  });
+
+  it('a worker killed mid-batch fails only that batch; the instance comes back and serves again', async () => {
+    const model = triton.repository.get('twice');
+    const restarted = new Promise<void>((resolve) => {
+      for (const i of model.instances) i.onHealthChange?.((e) => e.healthy && resolve());
+    });
+    const killed = await infer('exit');
+    expect(killed.status).toBe(500);
+    expect(((await killed.json()) as { error: string }).error).toMatch(/instance twice_\d: the worker thread exited with code 1/);
+    await restarted;
+    expect(model.instances.every((i) => i.healthy)).toBe(true);
+    expect(model.ready).toBe(true);
+    const after = await Promise.all([infer(), infer(), infer(), infer()]);
+    expect(after.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    const metrics = await (await fetch(`http://127.0.0.1:${triton.ports.metrics}/metrics`)).text();
+    const healthy = metrics.split('\n').filter((l) => l.startsWith('tstriton_instance_healthy{') && l.includes('model="twice"'));
+    expect(healthy).toHaveLength(2);
+    expect(healthy.every((l) => l.endsWith(' 1'))).toBe(true);
+    expect(model.statistics.failures.BACKEND).toBe(1);
+  });
+});
