@@ -238,7 +238,7 @@ export class Scheduler<T = Response> {
     const requests = batch.map((p) => p.request);
     let failed = false;
     let results: { value?: T; error?: unknown }[];
-    let inferEnd = start;
+    let inferEnd: number;
     try {
       const responses = await instance.execute(requests);
       inferEnd = now();
