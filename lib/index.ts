@@ -8,6 +8,8 @@ export type { Request, Response, InferCallable, MarkedCallable, OutputValue, Par
 export { instanceFactory } from './infer-func';
 export type { InferFunc, LifecycleHooks, InstanceFactory, InstanceTarget } from './infer-func';
 export { workers } from './instances';
+export { onnxModel } from './onnx/onnx-model';
+export type { OnnxModelInit, OnnxModelSpec } from './onnx/onnx-model';
 export type { WorkersInit, WorkerOptions, WorkerSpec, InstanceContext, HealthEvent } from './instances';
 export {
   TensorSpec,

@@ -5,6 +5,7 @@ import { validateOrThrow } from './config/validate';
 import { TritonError, type UnrecoverableError } from './errors';
 import type { InferFunc } from './infer-func';
 import { createInstances } from './instances/create-instances';
+import { isOnnxModelSpec, resolveOnnxBinding, type OnnxModelSpec } from './onnx/onnx-model';
 import { createLogger, type Logger } from './logger';
 import type { InferenceRequest, InferenceResponse } from './model/inference';
 import { Model } from './model/model';
@@ -23,11 +24,14 @@ export interface BindOptions {
   modelVersion?: number;
   /**
    * The callable: a function, an object with a decorated method, a class, an `instanceFactory(...)`, or
-   * `workers({ module, devices })` for worker threads; or a list of them (one instance each).
+   * `workers({ module, devices })` for worker threads, or `onnxModel({ path })`; or a list of them (one
+   * instance each).
    */
-  inferFunc: InferFunc;
-  inputs: readonly (TensorSpec | TensorSpecInit)[];
-  outputs: readonly (TensorSpec | TensorSpecInit)[];
+  inferFunc: InferFunc | OnnxModelSpec;
+  /** Inputs; for `onnxModel(...)` they are read from the model and may be left out. */
+  inputs?: readonly (TensorSpec | TensorSpecInit)[];
+  /** Outputs; for `onnxModel(...)` they are read from the model and may be left out. */
+  outputs?: readonly (TensorSpec | TensorSpecInit)[];
   config?: ModelConfig | ModelConfigInit;
   /** Also check output shapes against the declared dims (dtype and batch size are always checked). */
   strict?: boolean;
@@ -124,10 +128,11 @@ export class Triton implements ServerCore, AsyncDisposable {
       const taken = this.repository.all().some((m) => m.name === modelName && m.version === String(version));
       if (taken) throw new TritonError('ALREADY_EXISTS', `model '${modelName}' version ${version} is already bound`);
     }
-    const config = options.config instanceof ModelConfig ? options.config : new ModelConfig(options.config);
+    const onnx = isOnnxModelSpec(options.inferFunc) ? resolveOnnxBinding(options.inferFunc, modelName, options) : undefined;
+    const config = onnx?.config ?? (options.config instanceof ModelConfig ? options.config : new ModelConfig(options.config));
     validateOrThrow(config, `ModelConfig of model '${modelName}'`);
-    const inputs = nameSpecs(options.inputs ?? [], 'INPUT');
-    const outputs = nameSpecs(options.outputs ?? [], 'OUTPUT');
+    const inputs = nameSpecs(onnx?.inputs ?? options.inputs ?? [], 'INPUT');
+    const outputs = nameSpecs(onnx?.outputs ?? options.outputs ?? [], 'OUTPUT');
     inputs.forEach((s, i) => validateOrThrow(s, `input ${i} of model '${modelName}'`));
     outputs.forEach((s, i) => validateOrThrow(s, `output ${i} of model '${modelName}'`));
     if (outputs.length === 0) throw new TritonError('INVALID_CONFIG', `model '${modelName}' must declare at least one output`);
@@ -138,8 +143,11 @@ export class Triton implements ServerCore, AsyncDisposable {
         seen.add(s.name);
       }
     }
-    const instances = createInstances(options.inferFunc, modelName);
+    const instances = createInstances(onnx?.inferFunc ?? (options.inferFunc as InferFunc), modelName);
     const model = new Model({
+      platform: onnx?.platform,
+      backend: onnx?.backend,
+      defaultModelFilename: onnx?.defaultModelFilename,
       name: modelName,
       version: String(version),
       inputs,

@@ -18,6 +18,8 @@ export interface InstanceContext {
   readonly modelConfig: ModelConfigJson;
   readonly instanceName: string;
   readonly device: Device;
+  /** The `data` given to `workers({ data })`: settings for the callable, structured-cloned into the worker. */
+  readonly data?: unknown;
 }
 
 /** Executes batches of requests. One batch is one unit of work. */

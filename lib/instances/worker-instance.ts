@@ -124,7 +124,7 @@ export class WorkerInstance implements Instance {
 
   /** Starts a worker; resolves when it is ready, rejects (and ends it) if it fails before. */
   private spawn(): Promise<void> {
-    const init: WorkerInit = { module: this.spec.module, exportName: this.spec.exportName, context: this.context as InstanceContext };
+    const init: WorkerInit = { module: this.spec.module, exportName: this.spec.exportName, context: { ...(this.context as InstanceContext), data: this.spec.data } };
     const { filename, execArgv } = workerEntry(this.spec.options.execArgv);
     const worker = new Worker(filename, {
       workerData: init,

@@ -33,6 +33,8 @@ export interface WorkersInit {
   /** One worker thread per entry: `'cpu'`, `'gpu'`, `'gpu:1'`, `'cuda:1'` or `{ kind, id }`; `['cpu']` by default. */
   devices?: readonly (string | Device)[];
   options?: WorkerOptions;
+  /** Settings for the callable (structured-cloneable), given to it as `context.data`. */
+  data?: unknown;
 }
 
 /** A validated `workers()` spec: one worker instance per device, each loading `module` and taking `exportName`. */
@@ -43,6 +45,7 @@ export interface WorkerSpec {
   readonly exportName: string;
   readonly devices: readonly Device[];
   readonly options: ResolvedWorkerOptions;
+  readonly data?: unknown;
 }
 
 /** Worker options with their defaults filled in. */
@@ -69,7 +72,12 @@ export function workers(init: WorkersInit): WorkerSpec {
   if (typeof exportName !== 'string' || exportName === '') throw invalid(`exportName must be a non-empty string, got ${JSON.stringify(exportName)}`);
   const devices = parseDevices(init.devices ?? ['cpu']);
   const options = resolveOptions(init.options ?? {});
-  return Object.freeze({ [WORKER_SPEC_MARK]: true as const, module, exportName, devices, options });
+  try {
+    structuredClone(init.data);
+  } catch (err) {
+    throw invalid(`data must be structured-cloneable (it is copied into each worker): ${(err as Error).message}`);
+  }
+  return Object.freeze({ [WORKER_SPEC_MARK]: true as const, module, exportName, devices, options, data: init.data });
 }
 
 /** True if `value` was made by `workers()`. */

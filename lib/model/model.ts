@@ -26,6 +26,7 @@ export interface ModelInit {
   strict: boolean;
   platform?: string;
   backend?: string;
+  defaultModelFilename?: string;
   /** Called when a callable throws UnrecoverableError. */
   onUnrecoverable?: (err: UnrecoverableError, model: Model) => void;
 }
@@ -112,6 +113,7 @@ export class Model {
       name: init.name,
       platform: init.platform ?? '',
       backend: init.backend ?? 'tstriton',
+      defaultModelFilename: init.defaultModelFilename,
       inputs: init.inputs,
       outputs: init.outputs,
       config: init.config,

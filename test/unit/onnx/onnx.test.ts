@@ -1,5 +1,6 @@
 import * as path from 'node:path';
 import { isBatchable, readOnnxSignature } from '../../../lib/onnx/onnx-signature';
+import { OnnxRunner, executionProvidersFor } from '../../../lib/onnx/onnx-runner';
 
 const fixture = (name: string) => path.join(__dirname, '../../fixtures/onnx', name);
 
@@ -28,5 +29,23 @@ describe('readOnnxSignature', () => {
   it('rejects files that are not ONNX models with a clear error', () => {
     expect(() => readOnnxSignature(fixture('missing.onnx'))).toThrow(/cannot read ONNX model .*missing\.onnx/);
     expect(() => readOnnxSignature(Buffer.from('definitely not protobuf \x00\xff\xff'))).toThrow(/not an ONNX model|has no graph/);
+  });
+});
+
+describe('devices', () => {
+  it('selects the CUDA execution provider with the device id for gpu devices, CPU otherwise', () => {
+    expect(executionProvidersFor({ kind: 'gpu', id: 1 })).toEqual([{ name: 'cuda', deviceId: 1 }]);
+    expect(executionProvidersFor({ kind: 'cpu', id: 0 })).toEqual(['cpu']);
+    expect(executionProvidersFor({ kind: 'gpu', id: 0 }, ['tensorrt'])).toEqual(['tensorrt', { name: 'cuda', deviceId: 0 }]);
+  });
+
+  it('fails to load on a GPU without CUDA with an error that says how to install it', async () => {
+    const err = await OnnxRunner.create(
+      { path: fixture('fixed_shape.onnx'), batching: false, outputs: [{ name: 'y', dtype: 'FP32' }], intraOpNumThreads: 1 },
+      { kind: 'gpu', id: 0 },
+    ).catch((e: Error) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect((err as Error).message).toContain('cannot run');
+    expect((err as Error).message).toContain('--onnxruntime-node-install=cuda12');
   });
 });

@@ -1,0 +1,122 @@
+import { availableParallelism } from 'node:os';
+import * as path from 'node:path';
+import { ModelConfig, type ModelConfigInit } from '../config/model-config';
+import type { TensorSpecInit } from '../config/tensor-spec';
+import { TritonError } from '../errors';
+import { parseDevice, type Device } from '../instances/instance';
+import { workers, type WorkerOptions, type WorkerSpec } from '../instances/worker-spec';
+import type { OnnxRunnerSettings } from './onnx-runner';
+import { isBatchable, readOnnxSignature, type OnnxSignature, type OnnxTensorSignature } from './onnx-signature';
+
+/** Marks the objects `onnxModel()` returns. */
+export const ONNX_MODEL_MARK: unique symbol = Symbol.for('tstriton.onnxModel');
+
+/** The argument of `onnxModel()`. */
+export interface OnnxModelInit {
+  /** Path of the `.onnx` file. */
+  path: string;
+  /** One worker instance (and session) per entry: `'cpu'`, `'gpu:0'`, ...; `['cpu']` by default. */
+  devices?: readonly (string | Device)[];
+  /** Largest batch when the model batches (every input and output has a symbolic first dim); 4 by default, as Triton. */
+  maxBatchSize?: number;
+  /** Threads per session; by default the machine's cores shared out among the CPU instances. */
+  intraOpNumThreads?: number;
+  interOpNumThreads?: number;
+  graphOptimizationLevel?: 'disabled' | 'basic' | 'extended' | 'all';
+  /** Settings of the worker threads (heap limits, restart delays). */
+  workerOptions?: WorkerOptions;
+}
+
+/** An ONNX model ready to bind: its file, its signature and its instances. */
+export interface OnnxModelSpec {
+  readonly [ONNX_MODEL_MARK]: true;
+  readonly path: string;
+  readonly signature: OnnxSignature;
+  readonly batching: boolean;
+  readonly init: OnnxModelInit;
+}
+
+/**
+ * Declares an ONNX model for `bind({ inferFunc: onnxModel({ path }) })`: its inputs, outputs and batching are
+ * read from the file, and each device gets a worker thread with its own onnxruntime session.
+ */
+export function onnxModel(init: OnnxModelInit): OnnxModelSpec {
+  if (typeof init?.path !== 'string') throw new TritonError('INVALID_CONFIG', 'onnxModel: path must be the path of an .onnx file');
+  const file = path.resolve(init.path);
+  const signature = readOnnxSignature(file);
+  return Object.freeze({ [ONNX_MODEL_MARK]: true as const, path: file, signature, batching: isBatchable(signature), init: { ...init, path: file } });
+}
+
+/** True if `value` was made by `onnxModel()`. */
+export function isOnnxModelSpec(value: unknown): value is OnnxModelSpec {
+  return typeof value === 'object' && value !== null && (value as Partial<OnnxModelSpec>)[ONNX_MODEL_MARK] === true;
+}
+
+/** What `bind()` needs to serve an ONNX model. */
+export interface OnnxBinding {
+  inputs: TensorSpecInit[];
+  outputs: TensorSpecInit[];
+  config: ModelConfig;
+  inferFunc: WorkerSpec;
+  platform: string;
+  backend: string;
+  defaultModelFilename: string;
+}
+
+/**
+ * Derives the specs and config of an ONNX model, applying the user's overrides: names, shapes and config may
+ * be given, but must agree with the model (same tensors, same dtypes, compatible dims, batching only if every
+ * tensor has a symbolic first dim); a mismatch names the tensor.
+ */
+export function resolveOnnxBinding(
+  spec: OnnxModelSpec,
+  modelName: string,
+  overrides: { inputs?: readonly TensorSpecInit[]; outputs?: readonly TensorSpecInit[]; config?: ModelConfig | ModelConfigInit },
+): OnnxBinding {
+  const where = `model '${modelName}' (${spec.path})`;
+  const config = overrides.config instanceof ModelConfig ? overrides.config : new ModelConfig({ maxBatchSize: spec.init.maxBatchSize ?? 4, batching: spec.batching, ...overrides.config });
+  if (config.batching && !spec.batching) {
+    throw new TritonError('INVALID_CONFIG', `${where}: batching needs a symbolic first dim on every input and output, and this model has none; set batching: false`);
+  }
+  const batchDims = config.batching ? 1 : 0;
+  const derive = (t: OnnxTensorSignature): TensorSpecInit => ({ name: t.name, dtype: t.dtype, shape: t.dims.slice(batchDims) });
+  const inputs = reconcile('input', spec.signature.inputs.map(derive), overrides.inputs, where);
+  const outputs = reconcile('output', spec.signature.outputs.map(derive), overrides.outputs, where);
+  const devices = (spec.init.devices ?? ['cpu']).map((d) => parseDevice(d));
+  const cpuInstances = Math.max(1, devices.filter((d) => d.kind === 'cpu').length);
+  const settings: OnnxRunnerSettings = {
+    path: spec.path,
+    batching: config.batching,
+    outputs: outputs.map((o) => ({ name: o.name as string, dtype: o.dtype })),
+    intraOpNumThreads: spec.init.intraOpNumThreads ?? Math.max(1, Math.floor(availableParallelism() / cpuInstances)),
+    interOpNumThreads: spec.init.interOpNumThreads,
+    graphOptimizationLevel: spec.init.graphOptimizationLevel,
+  };
+  const module = path.join(__dirname, `onnx-worker${path.extname(__filename)}`);
+  return {
+    inputs,
+    outputs,
+    config,
+    inferFunc: workers({ module, devices, options: spec.init.workerOptions, data: settings }),
+    platform: 'onnxruntime_onnx',
+    backend: 'onnxruntime',
+    defaultModelFilename: path.basename(spec.path),
+  };
+}
+
+/** The model's tensors, with the user's names/shapes where given; every model tensor must appear once. */
+function reconcile(kind: 'input' | 'output', derived: TensorSpecInit[], given: readonly TensorSpecInit[] | undefined, where: string): TensorSpecInit[] {
+  if (!given || given.length === 0) return derived;
+  if (given.length !== derived.length) {
+    throw new TritonError('INVALID_CONFIG', `${where}: the model has ${derived.length} ${kind}s (${derived.map((d) => d.name).join(', ')}), ${given.length} were given`);
+  }
+  return given.map((g, i) => {
+    const name = g.name ?? (derived[i] as TensorSpecInit).name;
+    const model = derived.find((d) => d.name === name);
+    if (!model) throw new TritonError('INVALID_CONFIG', `${where}: ${kind} '${name}' is not in the model, whose ${kind}s are ${derived.map((d) => d.name).join(', ')}`);
+    if (g.dtype !== model.dtype) throw new TritonError('INVALID_CONFIG', `${where}: ${kind} '${name}' is ${model.dtype} in the model, not ${g.dtype}`);
+    const ok = g.shape.length === model.shape.length && g.shape.every((d, j) => model.shape[j] === -1 || d === model.shape[j]);
+    if (!ok) throw new TritonError('INVALID_CONFIG', `${where}: ${kind} '${name}' has dims [${model.shape.join(',')}] in the model; [${g.shape.join(',')}] does not fit`);
+    return { ...g, name };
+  });
+}

@@ -1,0 +1,113 @@
+import type * as ort from 'onnxruntime-node';
+import type { Request, Response } from '../callable';
+import { TritonError } from '../errors';
+import type { Device } from '../instances/instance';
+import { DTYPES, type DataType, type TensorData } from '../tensor/dtype';
+import { concatBatch, sliceBatch, type Tensor } from '../tensor/tensor';
+
+/** Settings of one ONNX session, carried into its worker as `context.data`. */
+export interface OnnxRunnerSettings {
+  path: string;
+  /** Whether dim 0 of every input and output is the batch dim. */
+  batching: boolean;
+  /** Output names and dtypes, in model order. */
+  outputs: { name: string; dtype: DataType }[];
+  intraOpNumThreads: number;
+  interOpNumThreads?: number;
+  graphOptimizationLevel?: 'disabled' | 'basic' | 'extended' | 'all';
+  /** Extra execution providers to try before the device's (advanced). */
+  executionProviders?: string[];
+}
+
+/** How to install the GPU libraries onnxruntime-node needs for the CUDA execution provider. */
+export const CUDA_INSTALL_HINT =
+  "the CUDA execution provider is not available: reinstall onnxruntime-node with its GPU libraries (`npm install onnxruntime-node --onnxruntime-node-install=cuda12`, or remove `onnxruntime-node-install=skip` from .npmrc) on a machine with CUDA 12 and cuDNN 9";
+
+/** The execution providers for a device: CPU, or CUDA with its device id. */
+export function executionProvidersFor(device: Device, extra: readonly string[] = []): (string | { name: 'cuda'; deviceId: number })[] {
+  const providers: (string | { name: 'cuda'; deviceId: number })[] = [...extra];
+  if (device.kind === 'gpu') providers.push({ name: 'cuda', deviceId: device.id });
+  else providers.push('cpu');
+  return providers;
+}
+
+/**
+ * Runs batches on one onnxruntime session: concatenates the requests' inputs along dim 0 (the one copy),
+ * wraps them as onnxruntime tensors over the same memory, runs the outputs any request asked for, and
+ * splits them back by each request's rows as views.
+ */
+export class OnnxRunner {
+  constructor(
+    private readonly ortModule: typeof import('onnxruntime-node'),
+    private readonly session: ort.InferenceSession,
+    private readonly settings: OnnxRunnerSettings,
+  ) {}
+
+  /** Creates the session for a device; a missing CUDA provider is reported with how to install it. */
+  static async create(settings: OnnxRunnerSettings, device: Device): Promise<OnnxRunner> {
+    const ortModule = await import('onnxruntime-node');
+    const options: ort.InferenceSession.SessionOptions = {
+      executionProviders: executionProvidersFor(device, settings.executionProviders) as ort.InferenceSession.ExecutionProviderConfig[],
+      intraOpNumThreads: settings.intraOpNumThreads,
+      interOpNumThreads: settings.interOpNumThreads ?? 1,
+      graphOptimizationLevel: settings.graphOptimizationLevel ?? 'all',
+    };
+    try {
+      const session = await ortModule.InferenceSession.create(settings.path, options);
+      return new OnnxRunner(ortModule, session, settings);
+    } catch (err) {
+      const message = (err as Error).message;
+      if (device.kind === 'gpu' && /cuda|provider|libonnxruntime_providers/i.test(message)) {
+        throw new TritonError('INTERNAL', `cannot run '${settings.path}' on gpu:${device.id}: ${CUDA_INSTALL_HINT} (${message})`);
+      }
+      throw new TritonError('INTERNAL', `cannot load ONNX model '${settings.path}': ${message}`);
+    }
+  }
+
+  /** Runs one batch. */
+  async run(requests: Request[]): Promise<Response[]> {
+    const first = requests[0];
+    if (!first) return [];
+    const rows = requests.map((r) => (this.settings.batching ? (Object.values(r.inputs)[0]?.shape[0] ?? 0) : 1));
+    const feeds: Record<string, ort.Tensor> = {};
+    for (const name of Object.keys(first.inputs)) {
+      const parts = requests.map((r) => r.inputs[name] as Tensor);
+      const t = this.settings.batching ? concatBatch(parts) : (parts[0] as Tensor);
+      feeds[name] = this.toOrt(t, name);
+    }
+    const wanted = new Set<string>();
+    for (const r of requests) for (const n of r.requestedOutputs) wanted.add(n);
+    const fetches = this.settings.outputs.filter((o) => wanted.has(o.name)).map((o) => o.name);
+    const results = fetches.length > 0 ? await this.session.run(feeds, fetches) : await this.session.run(feeds);
+    const outputs: Record<string, Tensor> = {};
+    for (const o of this.settings.outputs) {
+      const value = results[o.name];
+      if (value) outputs[o.name] = this.fromOrt(value, o.dtype);
+    }
+    if (!this.settings.batching) return [outputs];
+    let start = 0;
+    return rows.map((n) => {
+      const response: Response = {};
+      for (const [name, t] of Object.entries(outputs)) response[name] = sliceBatch(t, start, start + n);
+      start += n;
+      return response;
+    });
+  }
+
+  async release(): Promise<void> {
+    await this.session.release();
+  }
+
+  private toOrt(t: Tensor, name: string): ort.Tensor {
+    const type = DTYPES[t.dtype].onnx;
+    if (t.dtype === 'BF16') throw new TritonError('INVALID_ARGUMENT', `input '${name}': onnxruntime-node has no BF16 tensors`);
+    const data = t.dtype === 'BYTES' ? (t.data as Uint8Array[]).map((e) => Buffer.from(e.buffer, e.byteOffset, e.byteLength).toString('utf8')) : t.data;
+    return new this.ortModule.Tensor(type as 'float32', data as Float32Array, [...t.shape]);
+  }
+
+  private fromOrt(value: ort.Tensor, dtype: DataType): Tensor {
+    const shape = value.dims.map(Number);
+    if (dtype === 'BYTES') return { dtype, shape, data: (value.data as string[]).map((s) => Buffer.from(s, 'utf8')) };
+    return { dtype, shape, data: value.data as TensorData };
+  }
+}

@@ -1,0 +1,12 @@
+// The module each ONNX worker thread loads: one onnxruntime session per instance, created once.
+import type { Request } from '../callable';
+import { instanceFactory } from '../infer-func';
+import { OnnxRunner, type OnnxRunnerSettings } from './onnx-runner';
+
+export default instanceFactory(async (context) => {
+  const runner = await OnnxRunner.create(context.data as OnnxRunnerSettings, context.device);
+  return {
+    infer: (requests: Request[]) => runner.run(requests),
+    finalize: () => runner.release(),
+  };
+});
