@@ -16,6 +16,27 @@ export interface Request {
   readonly id: string;
   /** Fires when the client goes away or the request is cancelled. */
   readonly signal: AbortSignal;
+  /**
+   * Calls another model from inside this one (business logic scripting): a bound model through its scheduler,
+   * so the call batches with other traffic, or a model on another server when `url` is given. Present on the
+   * requests the server hands to in-process instances.
+   */
+  readonly infer?: (call: InferCall) => Promise<Record<string, Tensor>>;
+}
+
+/** A call to another model, made with `request.infer(...)`. */
+export interface InferCall {
+  readonly modelName: string;
+  readonly modelVersion?: string;
+  /** Input tensors by name (with the batch dim when the callee batches). */
+  readonly inputs: Readonly<Record<string, Tensor>>;
+  /** Outputs to return; all by default. */
+  readonly requestedOutputs?: readonly string[];
+  readonly parameters?: Readonly<Record<string, ParameterValue>>;
+  /** Cancels the call; the caller's own signal is followed as well. */
+  readonly signal?: AbortSignal;
+  /** `http://host:port` or `grpc://host:port` of another tstriton or Triton server; this server when absent. */
+  readonly url?: string;
 }
 
 /**

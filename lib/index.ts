@@ -4,11 +4,13 @@ export type { BindOptions, Transport } from './triton';
 export { TritonError, UnrecoverableError, ERROR_CODES, GrpcStatus, toTritonError } from './errors';
 export type { ErrorCode } from './errors';
 export { CALLABLE_MARK, NEVER_ABORTED, isMarkedCallable } from './callable';
-export type { Request, Response, InferCallable, MarkedCallable, OutputValue, ParameterValue } from './callable';
+export type { Request, Response, InferCallable, InferCall, MarkedCallable, OutputValue, ParameterValue } from './callable';
 export { instanceFactory } from './infer-func';
 export type { InferFunc, LifecycleHooks, InstanceFactory, InstanceTarget } from './infer-func';
 export { workers } from './instances';
 export { onnxModel } from './onnx/onnx-model';
+export { ensemble } from './model/ensemble';
+export type { EnsembleSpec, EnsembleStep } from './model/ensemble';
 export type { OnnxModelInit, OnnxModelSpec } from './onnx/onnx-model';
 export type { WorkersInit, WorkerOptions, WorkerSpec, InstanceContext, HealthEvent } from './instances';
 export {

@@ -6,6 +6,9 @@ import { TritonError, type UnrecoverableError } from './errors';
 import type { InferFunc } from './infer-func';
 import { createInstances } from './instances/create-instances';
 import { isOnnxModelSpec, resolveOnnxBinding, type OnnxModelSpec } from './onnx/onnx-model';
+import { EnsembleInstance, ensembleSchedulingJson, isEnsembleSpec, planEnsemble, type EnsembleSpec } from './model/ensemble';
+import type { BlsHandler } from './model/model';
+import { RemoteModels } from './model/remote-models';
 import { createLogger, type Logger } from './logger';
 import type { InferenceRequest, InferenceResponse } from './model/inference';
 import { Model } from './model/model';
@@ -27,7 +30,7 @@ export interface BindOptions {
    * `workers({ module, devices })` for worker threads, or `onnxModel({ path })`; or a list of them (one
    * instance each).
    */
-  inferFunc: InferFunc | OnnxModelSpec;
+  inferFunc: InferFunc | OnnxModelSpec | EnsembleSpec;
   /** Inputs; for `onnxModel(...)` they are read from the model and may be left out. */
   inputs?: readonly (TensorSpec | TensorSpecInit)[];
   /** Outputs; for `onnxModel(...)` they are read from the model and may be left out. */
@@ -72,6 +75,7 @@ export class Triton implements ServerCore, AsyncDisposable {
   readonly ports: Record<string, number> = {};
 
   private state: State = 'created';
+  private readonly remote = new RemoteModels();
   private readonly transports: Transport[] = [];
   private stopping: Promise<number> | undefined;
   private exitCode = 0;
@@ -143,10 +147,23 @@ export class Triton implements ServerCore, AsyncDisposable {
         seen.add(s.name);
       }
     }
-    const instances = createInstances(onnx?.inferFunc ?? (options.inferFunc as InferFunc), modelName);
+    let instances;
+    let ensembleFields: { platform: string; backend: string; instanceGroups: []; configExtra: Record<string, unknown> } | undefined;
+    if (isEnsembleSpec(options.inferFunc)) {
+      const steps = planEnsemble(modelName, options.inferFunc, inputs, outputs, config.effectiveMaxBatchSize, this.repository);
+      // An ensemble's own queue only forwards: each step batches in its model's scheduler.
+      config.batcher = null;
+      instances = [new EnsembleInstance(`${modelName}_0`, steps)];
+      ensembleFields = { platform: 'ensemble', backend: '', instanceGroups: [], configExtra: ensembleSchedulingJson(options.inferFunc.steps) };
+    } else {
+      instances = createInstances(onnx?.inferFunc ?? (options.inferFunc as InferFunc), modelName);
+    }
     const model = new Model({
-      platform: onnx?.platform,
-      backend: onnx?.backend,
+      platform: ensembleFields?.platform ?? onnx?.platform,
+      backend: ensembleFields?.backend ?? onnx?.backend,
+      instanceGroups: ensembleFields?.instanceGroups,
+      configExtra: ensembleFields?.configExtra,
+      bls: this.bls,
       defaultModelFilename: onnx?.defaultModelFilename,
       name: modelName,
       version: String(version),
@@ -254,6 +271,40 @@ export class Triton implements ServerCore, AsyncDisposable {
     }
   }
 
+  /** Serves `request.infer(...)`: a bound model through its scheduler, or a remote one through the client. */
+  private readonly bls: BlsHandler = async (call, chain, callerSignal) => {
+    const signal = call.signal ? AbortSignal.any([call.signal, callerSignal]) : callerSignal;
+    const caller = chain[chain.length - 1] ?? '';
+    if (call.url) return this.remote.infer(call, signal, caller);
+    const model = this.repository.get(call.modelName, call.modelVersion);
+    // The simple deadlock: every execution slot of the callee is held by a caller up this very chain.
+    const held = chain.filter((name) => name === model.name).length;
+    const capacity = model.instances.reduce((n, i) => n + (i.maxConcurrency ?? 1), 0);
+    if (held > 0 && held >= capacity) {
+      throw new TritonError(
+        'INVALID_ARGUMENT',
+        `model '${caller}' calls '${model.name}', whose ${capacity} instance(s) are all held by its callers (${chain.join(' -> ')}); ` +
+          'this would deadlock: give it more instances or do not call it from itself',
+      );
+    }
+    try {
+      const response = await this.infer({
+        modelName: model.name,
+        modelVersion: model.version,
+        id: '',
+        inputs: Object.entries(call.inputs).map(([name, tensor]) => ({ name, tensor })),
+        requestedOutputs: call.requestedOutputs,
+        parameters: call.parameters ?? {},
+        signal,
+        chain,
+      });
+      return Object.fromEntries(response.outputs.map((o) => [o.name, o.tensor]));
+    } catch (err) {
+      const e = err instanceof TritonError ? err : new TritonError('INFERENCE_FAILED', String((err as Error)?.message ?? err));
+      throw new TritonError(e.code, `model '${caller}' calling '${model.name}': ${e.message}`, { cause: err });
+    }
+  };
+
   private onUnrecoverable(err: UnrecoverableError, model: Model): void {
     this.logger.error({ model: model.name, err: err.message }, 'unrecoverable error: stopping the server');
     this.exitCode = 1;
@@ -278,6 +329,7 @@ export class Triton implements ServerCore, AsyncDisposable {
       for (const t of this.transports) t.forceClose();
     }
     await Promise.allSettled(this.repository.all().flatMap((m) => m.instances.map((i) => i.close())));
+    this.remote.close();
     this.state = 'stopped';
     this.logger.info({ exitCode: this.exitCode }, 'stopped');
     this.resolveStopped(this.exitCode);

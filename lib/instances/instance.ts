@@ -29,6 +29,8 @@ export interface Instance {
   readonly device: Device;
   /** False while the instance cannot take work (starting, or restarting after a crash). */
   readonly healthy: boolean;
+  /** Executions it may run at once; 1 (one batch at a time) when absent. */
+  readonly maxConcurrency?: number;
   /** Prepares the instance (spawns its worker, calls the callable's `initialize`). */
   start(context: InstanceContext): Promise<void>;
   /** Runs one batch; resolves with one response per request, in order. */

@@ -25,6 +25,8 @@ export interface InferenceRequest {
   readonly timeoutMicroseconds?: number;
   /** Fires when the client goes away. */
   readonly signal?: AbortSignal;
+  /** Models on the call path when this request comes from a model (BLS or ensemble step), outermost first. */
+  readonly chain?: readonly string[];
 }
 
 /** A validated response, outputs in the order the transport must write them. */

@@ -1,4 +1,4 @@
-import { NEVER_ABORTED, type OutputValue, type Request, type Response } from '../callable';
+import { NEVER_ABORTED, type InferCall, type OutputValue, type Request, type Response } from '../callable';
 import { warmupRequests } from './warmup';
 import { ModelStatistics, type FailureReason } from './model-statistics';
 import { buildModelConfigJson, type ModelConfigJson, type ModelDescription } from '../config/triton-model-config';
@@ -29,7 +29,16 @@ export interface ModelInit {
   defaultModelFilename?: string;
   /** Called when a callable throws UnrecoverableError. */
   onUnrecoverable?: (err: UnrecoverableError, model: Model) => void;
+  /** Serves `request.infer(...)` calls made by this model's callables. */
+  bls?: BlsHandler;
+  /** Instance groups to report instead of the ones derived from the instances (ensembles report none). */
+  instanceGroups?: ModelDescription['instanceGroups'];
+  /** Extra config fields (e.g. `ensemble_scheduling`). */
+  configExtra?: Record<string, unknown>;
 }
+
+/** Runs a call a model makes to another model; `chain` is the call path ending with the caller. */
+export type BlsHandler = (call: InferCall, chain: readonly string[], callerSignal: AbortSignal) => Promise<Record<string, Tensor>>;
 
 /** The kind of every model's metadata JSON (`GET /v2/models/{m}`). */
 export interface ModelMetadata {
@@ -66,8 +75,10 @@ export class Model {
   private readonly outputByName: Map<string, NamedTensorSpec>;
   private readonly allOutputNames: readonly string[];
   private readonly maxBatchSize: number;
+  private readonly bls: BlsHandler | undefined;
 
   constructor(init: ModelInit) {
+    this.bls = init.bls;
     this.name = init.name;
     this.version = init.version;
     this.inputs = init.inputs;
@@ -117,7 +128,8 @@ export class Model {
       inputs: init.inputs,
       outputs: init.outputs,
       config: init.config,
-      instanceGroups: groupInstances(init.instances),
+      instanceGroups: init.instanceGroups ?? groupInstances(init.instances),
+      extra: init.configExtra,
     };
     this.configJson = buildModelConfigJson(description);
     const batchDim = this.maxBatchSize > 0 ? [-1] : [];
@@ -172,12 +184,16 @@ export class Model {
     const prefix = `[request id: ${req.id || '<id_unknown>'}] `;
     const { inputs, rows, batchKey } = this.validateInputs(req, prefix);
     const requestedOutputs = this.validateRequestedOutputs(req, prefix);
+    const signal = req.signal ?? NEVER_ABORTED;
+    const bls = this.bls;
+    const chain = [...(req.chain ?? []), this.name];
     const request: Request = {
       inputs,
       parameters: req.parameters,
       requestedOutputs,
       id: req.id,
-      signal: req.signal ?? NEVER_ABORTED,
+      signal,
+      infer: bls ? (call) => bls(call, chain, signal) : undefined,
     };
     const start = performance.now();
     try {

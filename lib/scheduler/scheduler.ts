@@ -80,7 +80,9 @@ const ms2ns = (ms: number) => Math.round(ms * 1e6);
  */
 export class Scheduler<T = Response> {
   private readonly queue: PriorityQueue;
-  private readonly idle: Instance[];
+  /** Instances in dispatch order; each takes up to its `maxConcurrency` executions (1 by default). */
+  private readonly instances: readonly Instance[];
+  private readonly running = new Map<Instance, number>();
   private delayTimer: NodeJS.Timeout | undefined;
   private executing = 0;
   private drainWaiters: (() => void)[] = [];
@@ -94,7 +96,7 @@ export class Scheduler<T = Response> {
     private readonly finalize: Finalize<T> = (_req, res) => res as T,
     private readonly hooks: SchedulerHooks = {},
   ) {
-    this.idle = [...instances];
+    this.instances = [...instances];
     const defaultPolicy = { ...options.defaultQueuePolicy };
     if (options.maxQueueSize !== undefined && defaultPolicy.maxQueueSize === undefined) defaultPolicy.maxQueueSize = options.maxQueueSize;
     this.queue = new PriorityQueue(
@@ -170,14 +172,30 @@ export class Scheduler<T = Response> {
 
   private schedule(): void {
     while (this.queue.size > 0) {
-      const index = this.idle.findIndex((i) => i.healthy);
-      if (index < 0) return;
+      const instance = this.freeInstance();
+      if (!instance) return;
       if (this.shouldWait()) return;
       const batch = this.takeBatch();
       if (batch.length === 0) return;
-      const [instance] = this.idle.splice(index, 1) as [Instance];
+      this.running.set(instance, (this.running.get(instance) ?? 0) + 1);
       void this.run(instance, batch, this.nextSeq++);
     }
+  }
+
+  /** A healthy instance with room for one more execution, preferring the least busy. */
+  private freeInstance(): Instance | undefined {
+    let best: Instance | undefined;
+    let bestLoad = Infinity;
+    for (const i of this.instances) {
+      if (!i.healthy) continue;
+      const load = this.running.get(i) ?? 0;
+      if (load < (i.maxConcurrency ?? 1) && load < bestLoad) {
+        best = i;
+        bestLoad = load;
+        if (load === 0) break;
+      }
+    }
+    return best;
   }
 
   /** True if a partial batch should wait for more requests, with a timer armed to cut it in time. */
@@ -282,7 +300,7 @@ export class Scheduler<T = Response> {
       });
     };
     this.executing -= batch.length;
-    this.idle.push(instance);
+    this.running.set(instance, (this.running.get(instance) ?? 1) - 1);
     if (this.options.preserveOrdering) this.deliverInOrder(seq, deliver);
     else deliver();
     this.schedule();

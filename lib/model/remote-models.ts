@@ -1,0 +1,31 @@
+import type { InferCall } from '../callable';
+import { ClientError } from '../client/client-error';
+import { ModelClient } from '../client/model-client';
+import { TritonError, type ErrorCode } from '../errors';
+import type { Tensor } from '../tensor/tensor';
+
+/** Clients for models on other servers, reused across calls (one per URL, model and version). */
+export class RemoteModels {
+  private readonly clients = new Map<string, { client: ModelClient; batching?: boolean }>();
+
+  /** Runs a call on a remote model; errors name the caller, the callee and where it lives. */
+  async infer(call: InferCall, signal: AbortSignal, caller: string): Promise<Record<string, Tensor>> {
+    const url = call.url as string;
+    const key = `${url}\u0000${call.modelName}\u0000${call.modelVersion ?? ''}`;
+    let entry = this.clients.get(key);
+    if (!entry) this.clients.set(key, (entry = { client: new ModelClient(url, call.modelName, { modelVersion: call.modelVersion }) }));
+    const options = { signal, parameters: call.parameters, outputs: call.requestedOutputs };
+    try {
+      if (entry.batching === undefined) entry.batching = ((await entry.client.modelConfig({ signal })).max_batch_size as number) > 0;
+      return entry.batching ? await entry.client.inferBatch(call.inputs, options) : await entry.client.inferSample(call.inputs, options);
+    } catch (err) {
+      const code: ErrorCode = err instanceof ClientError ? err.code : 'INFERENCE_FAILED';
+      throw new TritonError(code, `model '${caller}' calling '${call.modelName}' at ${url}: ${(err as Error).message}`, { cause: err });
+    }
+  }
+
+  close(): void {
+    for (const { client } of this.clients.values()) client.close();
+    this.clients.clear();
+  }
+}
