@@ -2,11 +2,13 @@
 import { Triton } from 'tstriton';
 import { bindAddSub } from './add-sub/model';
 import { bindIdentity } from './identity/model';
+import { bindOcr } from './ocr/model';
 
 async function main(): Promise<void> {
   const triton = new Triton();
   bindAddSub(triton);
   bindIdentity(triton);
+  bindOcr(triton);
   process.exit(await triton.serve());
 }
 
