@@ -2,6 +2,7 @@
 import { Triton } from 'tstriton';
 import { bindAddSub } from './add-sub/model';
 import { bindIdentity } from './identity/model';
+import { bindColorEnsemble } from './ensemble/model';
 import { bindOcr } from './ocr/model';
 
 async function main(): Promise<void> {
@@ -9,6 +10,7 @@ async function main(): Promise<void> {
   bindAddSub(triton);
   bindIdentity(triton);
   bindOcr(triton);
+  bindColorEnsemble(triton);
   process.exit(await triton.serve());
 }
 

@@ -3,10 +3,13 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
-const pairs = [['lib/server/grpc/proto', 'dist/lib/server/grpc/proto']];
-for (const [from, to] of pairs) {
+const pairs = [
+  ['lib/server/grpc/proto', 'dist/lib/server/grpc/proto'],
+  ['examples/ensemble', 'dist/examples/ensemble', (f) => f.endsWith('.onnx')],
+];
+for (const [from, to, keep = () => true] of pairs) {
   const src = path.join(root, from);
   if (!fs.existsSync(src)) continue;
   fs.mkdirSync(path.join(root, to), { recursive: true });
-  for (const f of fs.readdirSync(src)) fs.copyFileSync(path.join(src, f), path.join(root, to, f));
+  for (const f of fs.readdirSync(src)) if (keep(f)) fs.copyFileSync(path.join(src, f), path.join(root, to, f));
 }

@@ -7,9 +7,9 @@
 set -euo pipefail
 PA_VENV=${PA_VENV:-/opt/perf_analyzer}
 
-have_py() { python3 -c 'import tritonclient.http, tritonclient.grpc, numpy, pytest' >/dev/null 2>&1; }
+have_py() { python3 -c 'import tritonclient.http, tritonclient.grpc, numpy, pytest, PIL' >/dev/null 2>&1; }
 if ! have_py; then
-  python3 -m pip install -q "tritonclient[all]" numpy pytest
+  python3 -m pip install -q "tritonclient[all]" numpy pytest pillow
 fi
 
 if ! perf_analyzer --version >/dev/null 2>&1; then
