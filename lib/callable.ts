@@ -50,8 +50,25 @@ export type OutputValue =
 /** One response: output values by name. */
 export type Response = Record<string, OutputValue>;
 
+/** One response of a decoupled (streaming) model: for request `index` of the batch. */
+export interface StreamItem {
+  /** Position of the request in the batch. */
+  readonly index: number;
+  /** The response; absent to only end the request's stream. */
+  readonly response?: Response;
+  /** No more responses for this request follow. Streams still open when the callable ends are ended then. */
+  readonly final?: boolean;
+}
+
 /** The raw inference contract: a list of requests in, one response per request out, in order. */
 export type InferCallable = (requests: Request[]) => Promise<Response[]> | Response[];
+
+/**
+ * The raw contract of a decoupled (streaming) model: an async iterable of `StreamItem`s — zero or more
+ * responses per request, each request's stream ending on its own. `bind()` accepts it as `inferFunc` for a
+ * model with `decoupled: true`.
+ */
+export type DecoupledCallable = (requests: Request[]) => AsyncIterable<StreamItem>;
 
 /** An AbortSignal that never fires, for requests that carry none. */
 export const NEVER_ABORTED: AbortSignal = new AbortController().signal;

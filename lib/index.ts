@@ -4,7 +4,7 @@ export type { BindOptions, Transport } from './triton';
 export { TritonError, UnrecoverableError, ERROR_CODES, GrpcStatus, toTritonError } from './errors';
 export type { ErrorCode } from './errors';
 export { CALLABLE_MARK, NEVER_ABORTED, isMarkedCallable } from './callable';
-export type { Request, Response, InferCallable, InferCall, MarkedCallable, OutputValue, ParameterValue } from './callable';
+export type { Request, Response, InferCallable, DecoupledCallable, StreamItem, InferCall, MarkedCallable, OutputValue, ParameterValue } from './callable';
 export { instanceFactory } from './infer-func';
 export type { InferFunc, LifecycleHooks, InstanceFactory, InstanceTarget } from './infer-func';
 export { workers } from './instances';

@@ -305,6 +305,25 @@ export class Triton implements ServerCore, AsyncDisposable {
     }
   };
 
+  inferStream(request: InferenceRequest): AsyncIterable<InferenceResponse & { final: boolean }> {
+    if (this.state !== 'running') throw new TritonError('UNAVAILABLE', 'Server is stopping and accepts no new requests');
+    const model = this.repository.get(request.modelName, request.modelVersion);
+    const responses = model.inferStream(request);
+    this.inFlight++;
+    const done = () => {
+      this.inFlight--;
+      if (this.inFlight === 0) for (const w of this.idleWaiters.splice(0)) w();
+    };
+    async function* tracked() {
+      try {
+        yield* responses;
+      } finally {
+        done();
+      }
+    }
+    return tracked();
+  }
+
   private onUnrecoverable(err: UnrecoverableError, model: Model): void {
     this.logger.error({ model: model.name, err: err.message }, 'unrecoverable error: stopping the server');
     this.exitCode = 1;

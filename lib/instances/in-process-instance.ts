@@ -1,5 +1,5 @@
 import { TritonError } from '../errors';
-import type { InferCallable, Request, Response } from '../callable';
+import type { InferCallable, Request, Response, StreamItem } from '../callable';
 import { buildCallable, loadCallable, needsContext, type InstanceTarget, type LoadedCallable } from '../infer-func';
 import { HealthListeners } from './health-listeners';
 import type { Device, HealthEvent, Instance, InstanceContext } from './instance';
@@ -53,11 +53,31 @@ export class InProcessInstance implements Instance {
   }
 
   async execute(requests: Request[]): Promise<Response[]> {
+    const result = await this.call(requests);
+    if (isAsyncIterable(result)) {
+      throw new TritonError('INFERENCE_FAILED', `instance ${this.name}: the callable streams responses, which only a decoupled model can answer`);
+    }
+    return checkResponses(result, requests.length, this.name);
+  }
+
+  /** Streams a decoupled batch: the callable's items as they come, or one final response per request. */
+  async *stream(requests: Request[]): AsyncIterable<StreamItem> {
+    const result = await this.call(requests);
+    if (isAsyncIterable(result)) {
+      yield* result;
+      return;
+    }
+    const responses = checkResponses(result, requests.length, this.name);
+    for (let index = 0; index < responses.length; index++) yield { index, response: responses[index], final: true };
+  }
+
+  private async call(requests: Request[]): Promise<Response[] | AsyncIterable<StreamItem>> {
     const loaded = this.loaded;
     if (!loaded || this.state === 'closed') {
       throw new TritonError('UNAVAILABLE', `instance ${this.name} is ${this.state === 'closed' ? 'closed' : 'not started'}`);
     }
-    return checkResponses(await loaded.callable(requests), requests.length, this.name);
+    // A decoupled model's callable returns an async iterable instead of an array.
+    return loaded.callable(requests) as unknown as Promise<Response[] | AsyncIterable<StreamItem>>;
   }
 
   /** Awaits the object's `finalize()` if `start()` completed; idempotent. */
@@ -80,4 +100,8 @@ export class InProcessInstance implements Instance {
       this.state = 'closed';
     }
   }
+}
+
+function isAsyncIterable(value: unknown): value is AsyncIterable<StreamItem> {
+  return typeof value === 'object' && value !== null && Symbol.asyncIterator in value;
 }

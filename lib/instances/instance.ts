@@ -1,4 +1,4 @@
-import type { Request, Response } from '../callable';
+import type { Request, Response, StreamItem } from '../callable';
 import type { ModelConfigJson } from '../config/triton-model-config';
 
 /** Device kinds an instance can be bound to. */
@@ -35,6 +35,8 @@ export interface Instance {
   start(context: InstanceContext): Promise<void>;
   /** Runs one batch; resolves with one response per request, in order. */
   execute(requests: Request[]): Promise<Response[]>;
+  /** Runs one batch of a decoupled model: any number of responses per request (in-process instances). */
+  stream?(requests: Request[]): AsyncIterable<StreamItem>;
   /** Releases the instance's resources (calls the callable's `finalize`). */
   close(): Promise<void>;
   /**

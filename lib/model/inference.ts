@@ -25,6 +25,8 @@ export interface InferenceRequest {
   readonly timeoutMicroseconds?: number;
   /** Fires when the client goes away. */
   readonly signal?: AbortSignal;
+  /** Absolute deadline (ms since the epoch), e.g. from a gRPC deadline; the request fails once it passes. */
+  readonly deadline?: number;
   /** Models on the call path when this request comes from a model (BLS or ensemble step), outermost first. */
   readonly chain?: readonly string[];
 }

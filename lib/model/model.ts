@@ -76,6 +76,7 @@ export class Model {
   private readonly allOutputNames: readonly string[];
   private readonly maxBatchSize: number;
   private readonly bls: BlsHandler | undefined;
+  private live = 0;
 
   constructor(init: ModelInit) {
     this.bls = init.bls;
@@ -175,18 +176,104 @@ export class Model {
     }
   }
 
+  /** Requests this model is working on (validated and not yet answered); per-request state lives as long. */
+  get liveRequests(): number {
+    return this.live;
+  }
+
   /** Validates, queues and runs one request; resolves with its validated outputs. */
   async infer(req: InferenceRequest): Promise<InferenceResponse> {
-    if (!this.ready) throw new TritonError('MODEL_NOT_READY', `Request for unavailable model: '${this.name}' is not ready`);
     if (this.config.decoupled) {
       throw new TritonError('UNSUPPORTED', `model '${this.name}' is decoupled and can only be called through a streaming endpoint`);
     }
+    const job = this.prepare(req);
+    try {
+      const scheduled = await Promise.race([this.scheduler.enqueue(job.request, job.rows, job.batchKey, job.options), job.deadline]);
+      job.throwIfCancelled();
+      this.statistics.recordSuccess(job.elapsedNs(), scheduled);
+      return { id: req.id, modelName: this.name, modelVersion: this.version, outputs: scheduled.value };
+    } catch (err) {
+      const error = job.error(err);
+      this.statistics.recordFailure(job.elapsedNs(), failureReason(error));
+      throw error;
+    } finally {
+      job.release();
+    }
+  }
+
+  /**
+   * Validates and queues one request of a decoupled model; its responses arrive as they are produced, each
+   * marked final or not. Stopping the iteration early cancels the request (its callable sees the signal).
+   */
+  inferStream(req: InferenceRequest, highWaterMark = 16): AsyncIterable<InferenceResponse & { final: boolean }> {
+    if (!this.config.decoupled) {
+      throw new TritonError('UNSUPPORTED', `model '${this.name}' is not decoupled: use ModelInfer or /infer`);
+    }
+    const job = this.prepare(req);
+    const stream = this.scheduler.enqueueStream(job.request, job.rows, job.batchKey, job.options, highWaterMark);
+    const model = this;
+    async function* responses(): AsyncGenerator<InferenceResponse & { final: boolean }> {
+      let finished = false;
+      try {
+        const events = stream[Symbol.asyncIterator]();
+        for (;;) {
+          const next = await Promise.race([events.next(), job.deadline]);
+          if (next.done) break;
+          job.throwIfCancelled();
+          const { value, final } = next.value;
+          yield { id: req.id, modelName: model.name, modelVersion: model.version, outputs: value ?? [], final };
+        }
+        finished = true;
+        model.statistics.recordSuccess(job.elapsedNs(), { value: undefined, queueNs: 0, computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0, batchRows: job.rows });
+      } catch (err) {
+        finished = true;
+        const error = job.error(err);
+        model.statistics.recordFailure(job.elapsedNs(), failureReason(error));
+        throw error;
+      } finally {
+        if (!finished) {
+          // The reader went away: cancel the request so its producer stops.
+          job.cancel();
+          model.statistics.recordFailure(job.elapsedNs(), 'CANCELED');
+        }
+        stream.stopReading();
+        job.release();
+      }
+    }
+    return responses();
+  }
+
+  /**
+   * Everything one request needs while it lives: the validated request for the scheduler, a signal that fires
+   * when the client goes away, when the request is cancelled, or at its deadline (the `timeout` parameter, or
+   * the transport's deadline), and the cleanup that releases all of it.
+   */
+  private prepare(req: InferenceRequest) {
+    if (!this.ready) throw new TritonError('MODEL_NOT_READY', `Request for unavailable model: '${this.name}' is not ready`);
     const prefix = `[request id: ${req.id || '<id_unknown>'}] `;
     const { inputs, rows, batchKey } = this.validateInputs(req, prefix);
     const requestedOutputs = this.validateRequestedOutputs(req, prefix);
-    const signal = req.signal ?? NEVER_ABORTED;
+    const start = performance.now();
+    const controller = new AbortController();
+    const onClientAbort = () => controller.abort(req.signal?.reason instanceof TritonError ? req.signal.reason : new TritonError('CANCELLED', 'request cancelled'));
+    if (req.signal?.aborted) onClientAbort();
+    else req.signal?.addEventListener('abort', onClientAbort, { once: true });
+    const timeoutMs = req.deadline !== undefined ? req.deadline - Date.now() : req.timeoutMicroseconds ? req.timeoutMicroseconds / 1000 : undefined;
+    let timer: NodeJS.Timeout | undefined;
+    let expire: (err: TritonError) => void = () => {};
+    const deadline = new Promise<never>((_, reject) => (expire = reject));
+    deadline.catch(() => {}); // only raced: never an unhandled rejection
+    if (timeoutMs !== undefined) {
+      timer = setTimeout(() => {
+        // Still queued: the queue's own timeout error. Running: the deadline ends it, and the callable sees the signal.
+        controller.abort(new TritonError('UNAVAILABLE', 'Request timeout expired'));
+        expire(new TritonError('DEADLINE_EXCEEDED', `${prefix}Request timeout expired after ${Math.round(timeoutMs)} ms`));
+      }, Math.max(0, timeoutMs));
+    }
+    this.live++;
     const bls = this.bls;
     const chain = [...(req.chain ?? []), this.name];
+    const signal = controller.signal;
     const request: Request = {
       inputs,
       parameters: req.parameters,
@@ -195,15 +282,29 @@ export class Model {
       signal,
       infer: bls ? (call) => bls(call, chain, signal) : undefined,
     };
-    const start = performance.now();
-    try {
-      const scheduled = await this.scheduler.enqueue(request, rows, batchKey, { priority: req.priority, timeoutMicroseconds: req.timeoutMicroseconds });
-      this.statistics.recordSuccess(Math.round((performance.now() - start) * 1e6), scheduled);
-      return { id: req.id, modelName: this.name, modelVersion: this.version, outputs: scheduled.value };
-    } catch (err) {
-      this.statistics.recordFailure(Math.round((performance.now() - start) * 1e6), failureReason(err));
-      throw err;
-    }
+    let released = false;
+    return {
+      request,
+      rows,
+      batchKey,
+      options: { priority: req.priority, timeoutMicroseconds: req.timeoutMicroseconds },
+      deadline,
+      elapsedNs: () => Math.round((performance.now() - start) * 1e6),
+      cancel: () => controller.abort(new TritonError('CANCELLED', 'request cancelled')),
+      /** A request whose client left (or whose deadline passed) fails even if its callable finished. */
+      throwIfCancelled: () => {
+        if (signal.aborted) throw signal.reason instanceof TritonError ? signal.reason : new TritonError('CANCELLED', 'request cancelled');
+      },
+      /** A client that went away explains the failure better than what its abort caused downstream. */
+      error: (err: unknown) => (signal.aborted && (signal.reason as TritonError | undefined)?.code === 'CANCELLED' ? (signal.reason as TritonError) : err),
+      release: () => {
+        if (released) return;
+        released = true;
+        this.live--;
+        if (timer) clearTimeout(timer);
+        req.signal?.removeEventListener('abort', onClientAbort);
+      },
+    };
   }
 
   private validateInputs(req: InferenceRequest, prefix: string): { inputs: Record<string, Tensor>; rows: number; batchKey: string } {

@@ -22,6 +22,8 @@ export interface Pending {
   onAbort: (() => void) | undefined;
   timer: NodeJS.Timeout | undefined;
   settled: boolean;
+  /** The response stream of a decoupled request. */
+  stream?: { fail(err: unknown): void };
   /** Where the request sits: its level and whether it was delayed by a timeout. */
   level?: Level;
   delayed?: boolean;

@@ -1,7 +1,8 @@
 import { TritonError, toTritonError } from '../errors';
-import { NEVER_ABORTED, type Request, type Response } from '../callable';
+import { NEVER_ABORTED, type Request, type Response, type StreamItem } from '../callable';
 import type { Instance } from '../instances/instance';
 import { PriorityQueue, type QueuePolicyOptions, type Pending } from './priority-queue';
+import { ResponseStream } from './response-stream';
 
 /** Scheduler settings, derived from the model config. */
 export interface SchedulerOptions {
@@ -120,28 +121,42 @@ export class Scheduler<T = Response> {
 
   /** Queues a request; resolves once its batch has run and its response has been finalized. */
   enqueue(request: Request, rows: number, batchKey: string, options: EnqueueOptions = {}): Promise<Scheduled<T>> {
-    return new Promise<Scheduled<T>>((resolve, reject) => {
-      const entry: Pending = {
-        request,
-        rows,
-        batchKey,
-        enqueuedAt: now(),
-        resolve: resolve as (v: unknown) => void,
-        reject,
-        onAbort: undefined,
-        timer: undefined,
-        settled: false,
-      };
-      if (request.signal.aborted) return reject(new TritonError('CANCELLED', 'request cancelled'));
+    return new Promise<Scheduled<T>>((resolve, reject) => this.enqueueEntry(request, rows, batchKey, options, resolve as (v: unknown) => void, reject));
+  }
+
+  private enqueueEntry(
+    request: Request,
+    rows: number,
+    batchKey: string,
+    options: EnqueueOptions,
+    resolve: (v: unknown) => void,
+    reject: (err: unknown) => void,
+    stream?: ResponseStream<T>,
+  ): void {
+    const entry: Pending = { request, rows, batchKey, enqueuedAt: now(), resolve, reject, onAbort: undefined, timer: undefined, settled: false, stream };
+    if (request.signal.aborted) return reject(abortError(request.signal));
+    try {
       this.queue.push(entry, options.priority ?? 0, options.timeoutMicroseconds ?? 0);
-      if (request.signal !== NEVER_ABORTED) {
-        entry.onAbort = () => {
-          if (this.queue.remove(entry)) this.drop(entry, 'CANCELED');
-        };
-        request.signal.addEventListener('abort', entry.onAbort, { once: true });
-      }
-      this.schedule();
-    });
+    } catch (err) {
+      return reject(err);
+    }
+    if (request.signal !== NEVER_ABORTED) {
+      entry.onAbort = () => {
+        if (this.queue.remove(entry)) this.drop(entry, 'CANCELED');
+      };
+      request.signal.addEventListener('abort', entry.onAbort, { once: true });
+    }
+    this.schedule();
+  }
+
+  /**
+   * Queues a request of a decoupled model; returns its response stream at once. Queue errors (full,
+   * timeout, cancel) arrive as the stream's error. `highWaterMark` bounds the unread responses.
+   */
+  enqueueStream(request: Request, rows: number, batchKey: string, options: EnqueueOptions = {}, highWaterMark = 16): ResponseStream<T> {
+    const stream = new ResponseStream<T>(highWaterMark);
+    this.enqueueEntry(request, rows, batchKey, options, () => undefined, (err) => stream.fail(err), stream);
+    return stream;
   }
 
   /** Resolves once nothing is queued or executing. */
@@ -166,7 +181,7 @@ export class Scheduler<T = Response> {
 
   private drop(p: Pending, reason: 'REJECTED' | 'CANCELED'): void {
     this.hooks.onDropped?.(reason);
-    this.settle(p, reason === 'CANCELED' ? new TritonError('CANCELLED', 'request cancelled') : new TritonError('UNAVAILABLE', 'Request timeout expired'));
+    this.settle(p, reason === 'CANCELED' ? abortError(p.request.signal) : new TritonError('UNAVAILABLE', 'Request timeout expired'));
     this.notifyDrained();
   }
 
@@ -249,6 +264,7 @@ export class Scheduler<T = Response> {
   }
 
   private async run(instance: Instance, batch: Pending[], seq: number): Promise<void> {
+    if (batch[0]?.stream) return this.runStream(instance, batch);
     this.executing += batch.length;
     const start = now();
     let rows = 0;
@@ -307,6 +323,68 @@ export class Scheduler<T = Response> {
     this.notifyDrained();
   }
 
+  /**
+   * Runs a decoupled batch: routes each streamed item to its request's stream, waiting while a stream's
+   * buffer is full (back-pressure on the producer), and closes the producer once every request's stream
+   * has ended or every reader has gone.
+   */
+  private async runStream(instance: Instance, batch: Pending[]): Promise<void> {
+    this.executing += batch.length;
+    const start = now();
+    let rows = 0;
+    for (const p of batch) rows += p.rows;
+    const open = new Set(batch.map((_, i) => i));
+    let failed = false;
+    try {
+      if (!instance.stream) throw new TritonError('INFERENCE_FAILED', `instance ${instance.name} cannot stream responses (decoupled models need in-process instances)`);
+      const iterator = instance.stream(batch.map((p) => p.request))[Symbol.asyncIterator]();
+      try {
+        while (open.size > 0) {
+          const next = await iterator.next();
+          if (next.done) break;
+          const item: StreamItem = next.value;
+          const p = batch[item.index];
+          if (!p || !open.has(item.index)) {
+            throw new TritonError('INFERENCE_FAILED', `instance ${instance.name}: response for request ${item.index}, which is ${p ? 'already final' : 'not in the batch'}`);
+          }
+          const stream = p.stream as ResponseStream<T>;
+          if (item.response !== undefined) {
+            let value: T;
+            try {
+              value = this.finalize(p.request, item.response);
+            } catch (err) {
+              stream.fail(err);
+              open.delete(item.index);
+              continue;
+            }
+            await stream.push(value, item.final === true);
+          } else if (item.final) {
+            stream.end();
+          }
+          if (item.final || stream.closed || p.request.signal.aborted) open.delete(item.index);
+        }
+      } finally {
+        // Closes the callable's generator when every stream has ended or been abandoned.
+        await iterator.return?.();
+      }
+      for (const i of open) (batch[i]?.stream as ResponseStream<T>).end();
+    } catch (err) {
+      failed = true;
+      this.hooks.onExecutionError?.(err, instance);
+      const error = toTritonError(err, 'INFERENCE_FAILED');
+      for (const p of batch) (p.stream as ResponseStream<T>).fail(error);
+    }
+    const end = now();
+    this.hooks.onExecution?.({ rows, requests: batch.length, computeInputNs: 0, computeInferNs: ms2ns(end - start), computeOutputNs: 0, instance, failed });
+    for (const p of batch) {
+      this.settle(p, undefined, { value: undefined as T, queueNs: ms2ns(start - p.enqueuedAt), computeInputNs: 0, computeInferNs: ms2ns(end - start), computeOutputNs: 0, batchRows: rows });
+    }
+    this.executing -= batch.length;
+    this.running.set(instance, (this.running.get(instance) ?? 1) - 1);
+    this.schedule();
+    this.notifyDrained();
+  }
+
   /** Delivers executions' results in the order their batches were formed. */
   private deliverInOrder(seq: number, deliver: () => void): void {
     this.held.set(seq, deliver);
@@ -331,4 +409,9 @@ export class Scheduler<T = Response> {
     this.drainWaiters = [];
     for (const w of waiters) w();
   }
+}
+
+/** The error a request whose signal fired fails with: the signal's TritonError reason, or CANCELLED. */
+export function abortError(signal: AbortSignal): TritonError {
+  return signal.reason instanceof TritonError ? signal.reason : new TritonError('CANCELLED', 'request cancelled');
 }

@@ -20,4 +20,6 @@ export interface ServerCore {
   modelStatistics(name?: string, version?: string): Record<string, unknown>[];
   /** Runs one request through its model; tracks it as in flight for an orderly stop. */
   infer(request: InferenceRequest): Promise<InferenceResponse>;
+  /** Runs one request of a decoupled model; responses arrive as produced, the last one marked final. */
+  inferStream(request: InferenceRequest): AsyncIterable<InferenceResponse & { final: boolean }>;
 }
