@@ -272,8 +272,8 @@ export class Triton implements ServerCore, AsyncDisposable {
   }
 
   /** Serves `request.infer(...)`: a bound model through its scheduler, or a remote one through the client. */
-  private readonly bls: BlsHandler = async (call, chain, callerSignal) => {
-    const signal = call.signal ? AbortSignal.any([call.signal, callerSignal]) : callerSignal;
+  private readonly bls: BlsHandler = async (call, chain, callerCancellation) => {
+    const signal = call.signal ? AbortSignal.any([call.signal, callerCancellation.signal]) : callerCancellation.signal;
     const caller = chain[chain.length - 1] ?? '';
     if (call.url) return this.remote.infer(call, signal, caller);
     const model = this.repository.get(call.modelName, call.modelVersion);

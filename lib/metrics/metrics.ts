@@ -1,6 +1,6 @@
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Registry, type Metric, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import type { Model } from '../model/model';
 import type { ModelRepository } from '../model/model-repository';
 
@@ -14,8 +14,6 @@ type Labels = { model: string; version: string };
 export class Metrics {
   /** The registry served on the metrics port; add your own metrics with `registers: [metrics.registry]`. */
   readonly registry = new Registry();
-  private readonly batchSize: Histogram<'model' | 'version'>;
-  private readonly instanceExecutions: Counter<'model' | 'version' | 'instance'>;
 
   constructor(private readonly repository: ModelRepository) {
     const registers = [this.registry];
@@ -81,34 +79,67 @@ export class Metrics {
         }
       },
     });
-    this.batchSize = new Histogram({
-      name: 'tstriton_batch_size',
-      help: 'Rows per model execution.',
-      labelNames: ['model', 'version'] as const,
-      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256],
-      registers,
-    });
-    this.instanceExecutions = new Counter({
+    new Counter({
       name: 'tstriton_instance_execution_count',
       help: 'Model executions per instance.',
       labelNames: ['model', 'version', 'instance'] as const,
       registers,
+      collect() {
+        this.reset();
+        for (const m of repository.all()) {
+          for (const [instance, n] of m.statistics.executionsByInstance) this.inc({ ...labels(m), instance }, n);
+        }
+      },
     });
+    // Rows per execution, as a histogram built at scrape time from the statistics' per-batch-size counts:
+    // nothing is recorded on the request path.
+    this.registry.registerMetric(new BatchSizeHistogram(repository) as unknown as Metric);
   }
 
-  /** Subscribes to a model's executions. */
-  watch(model: Model): void {
-    model.executionListeners.push((record) => {
-      if (record.failed) return;
-      this.batchSize.observe(labels(model), record.rows);
-      this.instanceExecutions.inc({ ...labels(model), instance: record.instance.name });
-    });
-  }
+  /** Kept for callers that subscribe models explicitly; every figure is read from the statistics. */
+  watch(_model: Model): void {}
 
   /** The Prometheus text exposition. */
   render(): Promise<string> {
     return this.registry.metrics();
   }
+}
+
+const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256];
+
+/** `tstriton_batch_size`: a histogram whose samples come from the models' statistics when scraped. */
+class BatchSizeHistogram {
+  readonly name = 'tstriton_batch_size';
+  readonly help = 'Rows per model execution.';
+  readonly type = 'histogram';
+  readonly aggregator = 'sum';
+  readonly labelNames = ['model', 'version'];
+
+  constructor(private readonly repository: ModelRepository) {}
+
+  async get(): Promise<MetricObjectWithValues<MetricValue<string>>> {
+    const values: MetricValue<string>[] & { metricName?: string }[] = [];
+    for (const m of this.repository.all()) {
+      const counts = m.statistics.executionsByBatchSize();
+      let total = 0;
+      let sum = 0;
+      for (const [rows, n] of counts) {
+        total += n;
+        sum += rows * n;
+      }
+      for (const le of [...BATCH_BUCKETS, Infinity]) {
+        const below = counts.filter(([rows]) => rows <= le).reduce((a, [, n]) => a + n, 0);
+        values.push({ metricName: `${this.name}_bucket`, labels: { le: le === Infinity ? '+Inf' : le, ...labels(m) }, value: below } as MetricValue<string>);
+      }
+      values.push({ metricName: `${this.name}_sum`, labels: labels(m), value: sum } as MetricValue<string>);
+      values.push({ metricName: `${this.name}_count`, labels: labels(m), value: total } as MetricValue<string>);
+    }
+    return { name: this.name, help: this.help, type: this.type as never, aggregator: this.aggregator as never, values } as unknown as MetricObjectWithValues<
+      MetricValue<string>
+    >;
+  }
+
+  reset(): void {}
 }
 
 function labels(m: Model): Labels {

@@ -1,4 +1,5 @@
 import type { ParameterValue } from '../callable';
+import type { Cancellation } from '../cancellation';
 import type { Tensor } from '../tensor/tensor';
 
 /** A named tensor, as inputs and outputs travel on the wire. */
@@ -25,6 +26,8 @@ export interface InferenceRequest {
   readonly timeoutMicroseconds?: number;
   /** Fires when the client goes away. */
   readonly signal?: AbortSignal;
+  /** Like `signal`, without making an AbortSignal unless the callable reads one (the HTTP hot path). */
+  readonly cancellation?: Cancellation;
   /** Absolute deadline (ms since the epoch), e.g. from a gRPC deadline; the request fails once it passes. */
   readonly deadline?: number;
   /** Models on the call path when this request comes from a model (BLS or ensemble step), outermost first. */

@@ -35,6 +35,8 @@ export class ModelStatistics {
   lastInference = 0;
   readonly failures: Record<FailureReason, number> = { REJECTED: 0, CANCELED: 0, BACKEND: 0, OTHER: 0 };
   private readonly batches = new Map<number, BatchStats>();
+  /** Executions per instance name. */
+  readonly executionsByInstance = new Map<string, number>();
 
   /** Records a request that succeeded after `totalNs` in the server. */
   recordSuccess(totalNs: number, s: Scheduled<unknown>): void {
@@ -57,11 +59,17 @@ export class ModelStatistics {
     if (e.failed) return;
     this.executionCount++;
     this.inferenceCount += e.rows;
+    this.executionsByInstance.set(e.instance.name, (this.executionsByInstance.get(e.instance.name) ?? 0) + 1);
     let b = this.batches.get(e.rows);
     if (!b) this.batches.set(e.rows, (b = { compute_input: zero(), compute_infer: zero(), compute_output: zero() }));
     add(b.compute_input, e.computeInputNs);
     add(b.compute_infer, e.computeInferNs);
     add(b.compute_output, e.computeOutputNs);
+  }
+
+  /** Executions per batch size (rows), ascending. */
+  executionsByBatchSize(): [number, number][] {
+    return [...this.batches.entries()].sort(([a], [b]) => a - b).map(([rows, b]) => [rows, b.compute_infer.count]);
   }
 
   /** Triton's JSON form of one model's entry in `model_stats`. */

@@ -1,4 +1,5 @@
-import { NEVER_ABORTED, type InferCall, type OutputValue, type Request, type Response } from '../callable';
+import type { InferCall, OutputValue, Request, Response } from '../callable';
+import { Cancellation } from '../cancellation';
 import { warmupRequests } from './warmup';
 import { ModelStatistics, type FailureReason } from './model-statistics';
 import { buildModelConfigJson, type ModelConfigJson, type ModelDescription } from '../config/triton-model-config';
@@ -38,7 +39,28 @@ export interface ModelInit {
 }
 
 /** Runs a call a model makes to another model; `chain` is the call path ending with the caller. */
-export type BlsHandler = (call: InferCall, chain: readonly string[], callerSignal: AbortSignal) => Promise<Record<string, Tensor>>;
+export type BlsHandler = (call: InferCall, chain: readonly string[], caller: Cancellation) => Promise<Record<string, Tensor>>;
+
+/** The request the scheduler and the callable see; its AbortSignal is made only if the callable asks. */
+class ScheduledRequest implements Request {
+  infer: Request['infer'];
+
+  constructor(
+    readonly inputs: Request['inputs'],
+    readonly parameters: Request['parameters'],
+    readonly requestedOutputs: readonly string[],
+    readonly id: string,
+    private readonly cancellation: Cancellation,
+  ) {}
+
+  get signal(): AbortSignal {
+    return this.cancellation.signal;
+  }
+}
+
+function cancelReason(reason: unknown): TritonError {
+  return reason instanceof TritonError ? reason : new TritonError('CANCELLED', 'request cancelled');
+}
 
 /** The kind of every model's metadata JSON (`GET /v2/models/{m}`). */
 export interface ModelMetadata {
@@ -188,7 +210,7 @@ export class Model {
     }
     const job = this.prepare(req);
     try {
-      const scheduled = await Promise.race([this.scheduler.enqueue(job.request, job.rows, job.batchKey, job.options), job.deadline]);
+      const scheduled = await job.race(this.scheduler.enqueue(job.request, job.rows, job.batchKey, job.options));
       job.throwIfCancelled();
       this.statistics.recordSuccess(job.elapsedNs(), scheduled);
       return { id: req.id, modelName: this.name, modelVersion: this.version, outputs: scheduled.value };
@@ -217,7 +239,7 @@ export class Model {
       try {
         const events = stream[Symbol.asyncIterator]();
         for (;;) {
-          const next = await Promise.race([events.next(), job.deadline]);
+          const next = await job.race(events.next());
           if (next.done) break;
           job.throwIfCancelled();
           const { value, final } = next.value;
@@ -254,55 +276,47 @@ export class Model {
     const { inputs, rows, batchKey } = this.validateInputs(req, prefix);
     const requestedOutputs = this.validateRequestedOutputs(req, prefix);
     const start = performance.now();
-    const controller = new AbortController();
-    const onClientAbort = () => controller.abort(req.signal?.reason instanceof TritonError ? req.signal.reason : new TritonError('CANCELLED', 'request cancelled'));
-    if (req.signal?.aborted) onClientAbort();
-    else req.signal?.addEventListener('abort', onClientAbort, { once: true });
+    const cancellation = req.cancellation ?? new Cancellation();
+    const unfollow = req.signal ? cancellation.follow(req.signal) : undefined;
     const timeoutMs = req.deadline !== undefined ? req.deadline - Date.now() : req.timeoutMicroseconds ? req.timeoutMicroseconds / 1000 : undefined;
     let timer: NodeJS.Timeout | undefined;
-    let expire: (err: TritonError) => void = () => {};
-    const deadline = new Promise<never>((_, reject) => (expire = reject));
-    deadline.catch(() => {}); // only raced: never an unhandled rejection
+    let deadline: Promise<never> | undefined;
     if (timeoutMs !== undefined) {
-      timer = setTimeout(() => {
-        // Still queued: the queue's own timeout error. Running: the deadline ends it, and the callable sees the signal.
-        controller.abort(new TritonError('UNAVAILABLE', 'Request timeout expired'));
-        expire(new TritonError('DEADLINE_EXCEEDED', `${prefix}Request timeout expired after ${Math.round(timeoutMs)} ms`));
-      }, Math.max(0, timeoutMs));
+      deadline = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          // Still queued: the queue's own timeout error. Running: the deadline ends it, and the callable sees the signal.
+          cancellation.abort(new TritonError('UNAVAILABLE', 'Request timeout expired'));
+          reject(new TritonError('DEADLINE_EXCEEDED', `${prefix}Request timeout expired after ${Math.round(timeoutMs)} ms`));
+        }, Math.max(0, timeoutMs));
+      });
+      deadline.catch(() => {}); // only raced: never an unhandled rejection
     }
     this.live++;
+    const request = new ScheduledRequest(inputs, req.parameters, requestedOutputs, req.id, cancellation);
     const bls = this.bls;
-    const chain = [...(req.chain ?? []), this.name];
-    const signal = controller.signal;
-    const request: Request = {
-      inputs,
-      parameters: req.parameters,
-      requestedOutputs,
-      id: req.id,
-      signal,
-      infer: bls ? (call) => bls(call, chain, signal) : undefined,
-    };
+    if (bls) request.infer = (call) => bls(call, [...(req.chain ?? []), this.name], cancellation);
     let released = false;
     return {
       request,
       rows,
       batchKey,
-      options: { priority: req.priority, timeoutMicroseconds: req.timeoutMicroseconds },
-      deadline,
+      options: { priority: req.priority, timeoutMicroseconds: req.timeoutMicroseconds, cancellation },
+      /** Races `work` against the request's deadline, if it has one. */
+      race: <V>(work: Promise<V>): Promise<V> => (deadline ? Promise.race([work, deadline]) : work),
       elapsedNs: () => Math.round((performance.now() - start) * 1e6),
-      cancel: () => controller.abort(new TritonError('CANCELLED', 'request cancelled')),
+      cancel: () => cancellation.abort(),
       /** A request whose client left (or whose deadline passed) fails even if its callable finished. */
       throwIfCancelled: () => {
-        if (signal.aborted) throw signal.reason instanceof TritonError ? signal.reason : new TritonError('CANCELLED', 'request cancelled');
+        if (cancellation.aborted) throw cancelReason(cancellation.reason);
       },
       /** A client that went away explains the failure better than what its abort caused downstream. */
-      error: (err: unknown) => (signal.aborted && (signal.reason as TritonError | undefined)?.code === 'CANCELLED' ? (signal.reason as TritonError) : err),
+      error: (err: unknown) => (cancellation.aborted && (cancellation.reason as TritonError | undefined)?.code === 'CANCELLED' ? cancelReason(cancellation.reason) : err),
       release: () => {
         if (released) return;
         released = true;
         this.live--;
         if (timer) clearTimeout(timer);
-        req.signal?.removeEventListener('abort', onClientAbort);
+        unfollow?.();
       },
     };
   }

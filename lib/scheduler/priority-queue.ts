@@ -19,7 +19,8 @@ export interface Pending {
   readonly enqueuedAt: number;
   resolve(value: unknown): void;
   reject(err: unknown): void;
-  onAbort: (() => void) | undefined;
+  /** Stops listening for the request's cancellation. */
+  offAbort: (() => void) | undefined;
   timer: NodeJS.Timeout | undefined;
   settled: boolean;
   /** The response stream of a decoupled request. */

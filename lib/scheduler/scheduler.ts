@@ -3,6 +3,7 @@ import { NEVER_ABORTED, type Request, type Response, type StreamItem } from '../
 import type { Instance } from '../instances/instance';
 import { PriorityQueue, type QueuePolicyOptions, type Pending } from './priority-queue';
 import { ResponseStream } from './response-stream';
+import type { Cancellation } from '../cancellation';
 
 /** Scheduler settings, derived from the model config. */
 export interface SchedulerOptions {
@@ -34,6 +35,8 @@ export interface EnqueueOptions {
   priority?: number;
   /** Queue timeout override in µs (applies when the level allows overrides). */
   timeoutMicroseconds?: number;
+  /** The request's cancellation; when absent, `request.signal` is followed. */
+  cancellation?: Cancellation;
 }
 
 /** A request's result together with where its time went. */
@@ -133,18 +136,21 @@ export class Scheduler<T = Response> {
     reject: (err: unknown) => void,
     stream?: ResponseStream<T>,
   ): void {
-    const entry: Pending = { request, rows, batchKey, enqueuedAt: now(), resolve, reject, onAbort: undefined, timer: undefined, settled: false, stream };
-    if (request.signal.aborted) return reject(abortError(request.signal));
+    const entry: Pending = { request, rows, batchKey, enqueuedAt: now(), resolve, reject, offAbort: undefined, timer: undefined, settled: false, stream };
+    const c = options.cancellation;
+    if (c ? c.aborted : request.signal.aborted) return reject(c ? abortReason(c.reason) : abortError(request.signal));
     try {
       this.queue.push(entry, options.priority ?? 0, options.timeoutMicroseconds ?? 0);
     } catch (err) {
       return reject(err);
     }
-    if (request.signal !== NEVER_ABORTED) {
-      entry.onAbort = () => {
-        if (this.queue.remove(entry)) this.drop(entry, 'CANCELED');
-      };
-      request.signal.addEventListener('abort', entry.onAbort, { once: true });
+    const onAbort = () => {
+      if (this.queue.remove(entry)) this.drop(entry, 'CANCELED', c ? abortReason(c.reason) : abortError(request.signal));
+    };
+    if (c) entry.offAbort = c.onAbort(onAbort);
+    else if (request.signal !== NEVER_ABORTED) {
+      request.signal.addEventListener('abort', onAbort, { once: true });
+      entry.offAbort = () => request.signal.removeEventListener('abort', onAbort);
     }
     this.schedule();
   }
@@ -179,9 +185,9 @@ export class Scheduler<T = Response> {
     this.schedule();
   }
 
-  private drop(p: Pending, reason: 'REJECTED' | 'CANCELED'): void {
+  private drop(p: Pending, reason: 'REJECTED' | 'CANCELED', error?: TritonError): void {
     this.hooks.onDropped?.(reason);
-    this.settle(p, reason === 'CANCELED' ? abortError(p.request.signal) : new TritonError('UNAVAILABLE', 'Request timeout expired'));
+    this.settle(p, error ?? (reason === 'CANCELED' ? new TritonError('CANCELLED', 'request cancelled') : new TritonError('UNAVAILABLE', 'Request timeout expired')));
     this.notifyDrained();
   }
 
@@ -361,7 +367,7 @@ export class Scheduler<T = Response> {
           } else if (item.final) {
             stream.end();
           }
-          if (item.final || stream.closed || p.request.signal.aborted) open.delete(item.index);
+          if (item.final || stream.closed) open.delete(item.index);
         }
       } finally {
         // Closes the callable's generator when every stream has ended or been abandoned.
@@ -397,7 +403,7 @@ export class Scheduler<T = Response> {
   private settle(p: Pending, err: unknown, value?: Scheduled<T>): void {
     if (p.settled) return;
     p.settled = true;
-    if (p.onAbort) p.request.signal.removeEventListener('abort', p.onAbort);
+    p.offAbort?.();
     if (p.timer) clearTimeout(p.timer);
     if (err !== undefined) p.reject(err);
     else p.resolve(value);
@@ -413,5 +419,9 @@ export class Scheduler<T = Response> {
 
 /** The error a request whose signal fired fails with: the signal's TritonError reason, or CANCELLED. */
 export function abortError(signal: AbortSignal): TritonError {
-  return signal.reason instanceof TritonError ? signal.reason : new TritonError('CANCELLED', 'request cancelled');
+  return abortReason(signal.reason);
+}
+
+function abortReason(reason: unknown): TritonError {
+  return reason instanceof TritonError ? reason : new TritonError('CANCELLED', 'request cancelled');
 }

@@ -1,6 +1,7 @@
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type Express, type NextFunction, type Router } from 'express';
+import { Cancellation } from '../../cancellation';
 import { TritonError, toTritonError } from '../../errors';
 import type { ServerCore } from '../server-core';
 import { compress, negotiateEncoding, readBody } from './body';
@@ -77,10 +78,10 @@ export class HttpServer {
   }
 
   private async infer(req: http.IncomingMessage, res: http.ServerResponse, modelName: string, version: string | undefined): Promise<void> {
-    const abort = new AbortController();
+    const cancellation = new Cancellation();
     this.active++;
     res.once('close', () => {
-      if (!res.writableFinished) abort.abort();
+      if (!res.writableFinished) cancellation.abort();
       if (--this.active === 0) for (const w of this.idleWaiters.splice(0)) w();
     });
     try {
@@ -95,7 +96,7 @@ export class HttpServer {
       if (headerLength !== null && !Number.isInteger(headerLength)) {
         throw new TritonError('INVALID_ARGUMENT', `inference header size should be in range (0, ${body.length}), got: ${ihcl}`);
       }
-      const decoded = decodeHttpInfer(body, headerLength, model, this.core.config.jsonMaxDepth, abort.signal);
+      const decoded = decodeHttpInfer(body, headerLength, model, this.core.config.jsonMaxDepth, cancellation);
       const response = await this.core.infer(decoded.request);
       const { json, blobs } = encodeHttpInfer(response, decoded);
       await writeInferResponse(req, res, json, blobs);

@@ -1,3 +1,4 @@
+import type { Cancellation } from '../../cancellation';
 import { TritonError } from '../../errors';
 import type { InferenceRequest, InferenceResponse, NamedTensor } from '../../model/inference';
 import type { Model } from '../../model/model';
@@ -26,9 +27,9 @@ export function decodeHttpInfer(
   headerLength: number | null,
   model: Model,
   maxDepth: number,
-  signal: AbortSignal,
+  cancellation: Cancellation,
 ): DecodedHttpInfer {
-  if (headerLength === 0) return decodeRawBinary(body, model, signal);
+  if (headerLength === 0) return decodeRawBinary(body, model, cancellation);
   const jsonLength = headerLength ?? body.length;
   if (jsonLength < 0 || jsonLength > body.length) {
     throw invalid(`inference header size should be in range (0, ${body.length}), got: ${jsonLength}`);
@@ -112,7 +113,7 @@ export function decodeHttpInfer(
       parameters,
       priority,
       timeoutMicroseconds,
-      signal,
+      cancellation,
     },
     binaryByOutput,
     binaryDefault: binaryDataOutput,
@@ -120,7 +121,7 @@ export function decodeHttpInfer(
 }
 
 /** Raw binary request (header length 0): the whole body is the single input's data, batch 1. */
-function decodeRawBinary(body: Buffer, model: Model, signal: AbortSignal): DecodedHttpInfer {
+function decodeRawBinary(body: Buffer, model: Model, cancellation: Cancellation): DecodedHttpInfer {
   const [spec, ...rest] = model.inputs;
   if (!spec || rest.length > 0) {
     throw invalid(`raw binary request requires model '${model.name}' to have exactly one input, it has ${model.inputs.length}`);
@@ -148,7 +149,7 @@ function decodeRawBinary(body: Buffer, model: Model, signal: AbortSignal): Decod
       id: '',
       inputs: [{ name: spec.name, tensor: { dtype: spec.dtype, shape, data: decodeBinary(spec.dtype, shape, body, what) } }],
       parameters: {},
-      signal,
+      cancellation,
     },
     binaryByOutput: new Map(),
     binaryDefault: true,

@@ -1,0 +1,63 @@
+import { TritonError } from './errors';
+
+const NOOP = () => {};
+
+/**
+ * A request's cancellation: a flag, a reason and plain callbacks, with the standard `AbortSignal` made only
+ * when someone asks for it. Creating an AbortSignal for every request costs several microseconds and
+ * old-generation garbage on the hot path, while most callables never look at it.
+ */
+export class Cancellation {
+  aborted = false;
+  reason: unknown;
+  private listeners: (() => void)[] | undefined;
+  private controller: AbortController | undefined;
+
+  /** Cancels with `reason` (a TritonError; CANCELLED by default); later calls do nothing. */
+  abort(reason: unknown = new TritonError('CANCELLED', 'request cancelled')): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.controller?.abort(reason);
+    const listeners = this.listeners;
+    this.listeners = undefined;
+    if (listeners) for (const l of listeners) l();
+  }
+
+  /** Calls `listener` once on abort (at once if already aborted); returns the function that removes it. */
+  onAbort(listener: () => void): () => void {
+    if (this.aborted) {
+      listener();
+      return NOOP;
+    }
+    (this.listeners ??= []).push(listener);
+    return () => {
+      const i = this.listeners?.indexOf(listener) ?? -1;
+      if (i >= 0) this.listeners?.splice(i, 1);
+    };
+  }
+
+  /** Aborts when `signal` does; returns the function that stops following it. */
+  follow(signal: AbortSignal): () => void {
+    if (signal.aborted) {
+      this.abort(reasonOf(signal));
+      return NOOP;
+    }
+    const onAbort = () => this.abort(reasonOf(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    return () => signal.removeEventListener('abort', onAbort);
+  }
+
+  /** The equivalent AbortSignal, made on first use. */
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort(this.reason);
+    }
+    return this.controller.signal;
+  }
+}
+
+function reasonOf(signal: AbortSignal): TritonError {
+  return signal.reason instanceof TritonError ? signal.reason : new TritonError('CANCELLED', 'request cancelled');
+}
