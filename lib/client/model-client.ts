@@ -106,8 +106,9 @@ export class ModelClient {
   }
 
   /** The model's metadata: inputs and outputs with datatypes and shapes. */
-  async modelMetadata(options: CallOptions = {}): Promise<ModelMetadata> {
-    return (await raceAbort(this.modelInfo(), options.signal)).metadata;
+  modelMetadata(options: CallOptions = {}): Promise<ModelMetadata> {
+    this.checkOpen();
+    return this.transport.modelMetadata(this.modelName, this.modelVersion, this.settings(options, this.initTimeoutMs));
   }
 
   /** Runs one sample: adds a batch dimension of 1 to every input and removes it from every output. */
@@ -157,10 +158,14 @@ export class ModelClient {
   /** Metadata and batch size, fetched once (after waiting for readiness); a failure is retried on the next call. */
   private modelInfo(): Promise<ModelInfo> {
     this.checkOpen();
-    this.info ??= this.describe().catch((err: unknown) => {
-      this.info = undefined;
-      throw err;
-    });
+    if (!this.info) {
+      this.info = this.describe().catch((err: unknown) => {
+        this.info = undefined;
+        throw err;
+      });
+      // A caller that gave up (abort) no longer awaits it; the failure is reported to the next caller instead.
+      this.info.catch(() => undefined);
+    }
     return this.info;
   }
 

@@ -6,6 +6,8 @@ import { CallTracker } from './call-tracker';
 import type { GrpcContext } from './grpc-context';
 import { healthService } from './health-service';
 import { inferenceService } from './inference-service';
+import { decodeModelInferRequest } from './infer-request-decoder';
+import { encodeModelInferResponse, encodeModelStreamInferResponse } from './infer-response-encoder';
 import { loadProtos } from './protos';
 
 /** How long a forced close lets calls it has just failed send their status before it cuts connections. */
@@ -29,7 +31,7 @@ export class GrpcServer implements Transport {
     this.server = new grpc.Server({ 'grpc.max_receive_message_length': max, 'grpc.max_send_message_length': max });
     const ctx: GrpcContext = { core, tracker: this.tracker };
     const protos = loadProtos('string');
-    this.server.addService(protos.inference, inferenceService(ctx));
+    this.server.addService(withDirectCodecs(protos.inference), inferenceService(ctx));
     this.server.addService(protos.health, healthService(ctx));
   }
 
@@ -61,4 +63,18 @@ export class GrpcServer implements Transport {
       this.server.tryShutdown(() => clearTimeout(timer));
     });
   }
+}
+
+/**
+ * The inference service with the direct codecs on the two infer RPCs (proto-loader's stay on every
+ * other RPC). A copy: the loaded definition is shared with clients and must stay as it is.
+ */
+function withDirectCodecs(service: grpc.ServiceDefinition): grpc.ServiceDefinition {
+  const infer = service.ModelInfer as grpc.MethodDefinition<unknown, unknown>;
+  const stream = service.ModelStreamInfer as grpc.MethodDefinition<unknown, unknown>;
+  return {
+    ...service,
+    ModelInfer: { ...infer, requestDeserialize: decodeModelInferRequest, responseSerialize: encodeModelInferResponse } as grpc.MethodDefinition<unknown, unknown>,
+    ModelStreamInfer: { ...stream, requestDeserialize: decodeModelInferRequest, responseSerialize: encodeModelStreamInferResponse } as grpc.MethodDefinition<unknown, unknown>,
+  };
 }

@@ -2,8 +2,8 @@ import { TritonError } from '../../errors';
 import type { InferenceRequest, InferenceResponse, NamedTensor } from '../../model/inference';
 import type { Model } from '../../model/model';
 import { decodeBinary, encodeBinary } from '../../tensor/binary-codec';
-import { isDataType } from '../../tensor/dtype';
-import { parseParameters } from '../parameters';
+import { DTYPES, isDataType } from '../../tensor/dtype';
+import { parseParameters, type RequestParameters } from '../parameters';
 import { fromInferParameters } from './infer-parameter';
 import type { InferParameterMap, ModelInferRequestMessage, ModelInferResponseMessage } from './messages';
 import { decodeTensorContents } from './tensor-contents';
@@ -17,11 +17,9 @@ export const GRPC_ALLOWED_TRITON_KEYS: ReadonlySet<string> = new Set(['triton_en
  * bytes are aligned.
  */
 export function decodeGrpcInfer(msg: ModelInferRequestMessage, model: Model, signal: AbortSignal): InferenceRequest {
-  const { parameters, priority, timeoutMicroseconds } = parseParameters(
-    fromInferParameters(msg.parameters, 'request'),
-    'request',
-    GRPC_ALLOWED_TRITON_KEYS,
-  );
+  const { parameters, priority, timeoutMicroseconds } = isEmpty(msg.parameters)
+    ? NO_PARAMETERS
+    : parseParameters(fromInferParameters(msg.parameters, 'request'), 'request', GRPC_ALLOWED_TRITON_KEYS);
   const raw = msg.raw_input_contents ?? [];
   let rawIndex = 0;
   const inputs: NamedTensor[] = msg.inputs.map((input) => {
@@ -29,9 +27,13 @@ export function decodeGrpcInfer(msg: ModelInferRequestMessage, model: Model, sig
     const what = `input '${name}' for model '${model.name}'`;
     const dtype = input.datatype;
     if (!isDataType(dtype)) throw invalid(`${what}: unknown datatype ${JSON.stringify(dtype)}`);
-    const shape = input.shape.map((d) => Number(d));
-    if (!shape.every((d) => Number.isSafeInteger(d) && d >= 0)) throw invalid(`${what}: 'shape' must hold non-negative integers, got [${input.shape.join(',')}]`);
-    rejectSharedMemory(input.parameters, what);
+    const shape = new Array<number>(input.shape.length);
+    for (let i = 0; i < shape.length; i++) {
+      const d = Number(input.shape[i]);
+      if (!Number.isSafeInteger(d) || d < 0) throw invalid(`${what}: 'shape' must hold non-negative integers, got [${input.shape.join(',')}]`);
+      shape[i] = d;
+    }
+    if (!isEmpty(input.parameters)) rejectSharedMemory(input.parameters, what);
     if (input.contents) {
       if (raw.length > 0) {
         throw invalid(`contents field must not be specified when using raw_input_contents for '${name}' for model '${model.name}'`);
@@ -40,7 +42,7 @@ export function decodeGrpcInfer(msg: ModelInferRequestMessage, model: Model, sig
     }
     const bytes = raw[rawIndex++];
     if (bytes === undefined) throw invalid(`unable to find data for input tensor '${name}' for model '${model.name}' in request.`);
-    return { name, tensor: { dtype, shape, data: decodeBinary(dtype, shape, bytes, what) } };
+    return { name, tensor: { dtype, shape, data: decodeBinary(dtype, shape, aligned(bytes, DTYPES[dtype].size), what) } };
   });
   if (rawIndex < raw.length) {
     throw invalid(`unexpected additional input data for model '${model.name}': ${raw.length} raw_input_contents for ${rawIndex} raw inputs`);
@@ -65,6 +67,26 @@ export function decodeGrpcInfer(msg: ModelInferRequestMessage, model: Model, sig
     timeoutMicroseconds,
     signal,
   };
+}
+
+const NO_PARAMETERS: RequestParameters = { parameters: {}, binaryDataOutput: false };
+
+function isEmpty(map: InferParameterMap | undefined): boolean {
+  if (!map) return true;
+  for (const _ in map) return false;
+  return true;
+}
+
+/**
+ * The bytes of one input where a typed array can view them: as they are when aligned for the element
+ * size, else copied once into Node's buffer pool, whose slices are 8-byte aligned (cheaper than a new
+ * ArrayBuffer per small tensor).
+ */
+function aligned(bytes: Uint8Array, size: number): Uint8Array {
+  if (size <= 1 || bytes.byteOffset % size === 0) return bytes;
+  const copy = Buffer.allocUnsafe(bytes.byteLength);
+  copy.set(bytes);
+  return copy;
 }
 
 function rejectSharedMemory(params: InferParameterMap | undefined, what: string): void {

@@ -13,7 +13,6 @@ import { modelStreamInfer } from './model-stream-infer';
 
 /** RPCs of `inference.GRPCInferenceService` this server does not implement; they answer UNIMPLEMENTED. */
 const UNIMPLEMENTED_RPCS = [
-  'ModelStatistics',
   'RepositoryIndex',
   'RepositoryModelLoad',
   'RepositoryModelUnload',
@@ -41,6 +40,7 @@ export function inferenceService(ctx: GrpcContext): UntypedServiceImplementation
     ServerMetadata: unary(ctx, false, (): ServerMetadataResponseMessage => core.metadata()),
     ModelMetadata: unary(ctx, false, (req: ModelRequestMessage): ModelMetadataResponseMessage => repo.get(req.name, req.version).metadata),
     ModelConfig: unary(ctx, false, (req: ModelRequestMessage): ModelConfigResponseMessage => ({ config: repo.get(req.name, req.version).configJson })),
+    ModelStatistics: unary(ctx, false, (req: ModelRequestMessage) => ({ model_stats: core.modelStatistics(req.name || undefined, req.version || undefined) })),
     ModelInfer: modelInfer(ctx) as UntypedHandleCall,
     ModelStreamInfer: modelStreamInfer(ctx) as UntypedHandleCall,
   };

@@ -1,5 +1,6 @@
 import type { handleUnaryCall } from '@grpc/grpc-js';
 import { TritonError } from '../../errors';
+import type { InferenceResponse } from '../../model/inference';
 import type { TrackedCall } from './call-tracker';
 import { stoppingError, type GrpcContext } from './grpc-context';
 import { toGrpcStatus } from './grpc-status';
@@ -18,6 +19,7 @@ export function modelInfer(ctx: GrpcContext): handleUnaryCall<ModelInferRequestM
       if (settled) return;
       settled = true;
       ctx.tracker.delete(tracked);
+      call.off('cancelled', onCancelled);
       if (value) callback(null, value);
       else callback(toGrpcStatus(err));
     };
@@ -27,26 +29,39 @@ export function modelInfer(ctx: GrpcContext): handleUnaryCall<ModelInferRequestM
         settle(err);
       },
     };
-    if (!ctx.tracker.accepting) return settle(stoppingError());
-    ctx.tracker.add(tracked);
-    call.once('cancelled', () => {
+    // grpc-js emits 'cancelled' whenever the stream closes, answered or not: only an unanswered call is cancelled.
+    const onCancelled = (): void => {
+      if (settled) return;
       // grpc-js has already ended the call; nothing more is written.
       settled = true;
       ctx.tracker.delete(tracked);
       abort.abort(new TritonError('CANCELLED', 'the client cancelled the call'));
-    });
-    run(ctx, call.request, abort.signal).then(
-      (response) => settle(undefined, response),
+    };
+    if (!ctx.tracker.accepting) return settle(stoppingError());
+    ctx.tracker.add(tracked);
+    call.once('cancelled', onCancelled);
+    let pending: Promise<InferenceResponse>;
+    try {
+      const msg = call.request;
+      const model = ctx.core.repository.get(msg.model_name, msg.model_version);
+      if (model.config.decoupled) {
+        throw new TritonError('UNSUPPORTED', "ModelInfer RPC doesn't support models with decoupled transaction policy");
+      }
+      pending = ctx.core.infer(decodeGrpcInfer(msg, model, abort.signal));
+    } catch (err) {
+      return settle(err);
+    }
+    pending.then(
+      (response) => {
+        let msg: ModelInferResponseMessage;
+        try {
+          msg = encodeGrpcInfer(response);
+        } catch (err) {
+          return settle(err);
+        }
+        settle(undefined, msg);
+      },
       (err: unknown) => settle(err),
     );
   };
-}
-
-async function run(ctx: GrpcContext, msg: ModelInferRequestMessage, signal: AbortSignal): Promise<ModelInferResponseMessage> {
-  const model = ctx.core.repository.get(msg.model_name, msg.model_version);
-  if (model.config.decoupled) {
-    throw new TritonError('UNSUPPORTED', "ModelInfer RPC doesn't support models with decoupled transaction policy");
-  }
-  const response = await ctx.core.infer(decodeGrpcInfer(msg, model, signal));
-  return encodeGrpcInfer(response);
 }

@@ -62,7 +62,9 @@ export function modelStreamInfer(ctx: GrpcContext): handleBidiStreamingCall<Mode
       clientDone = true;
       endIfDone();
     });
+    // grpc-js also emits 'cancelled' when a finished stream closes; then nothing is pending.
     call.on('cancelled', () => {
+      if (closed && pending.size === 0) return;
       close();
       const err = new TritonError('CANCELLED', 'the client cancelled the stream');
       for (const a of pending) a.abort(err);

@@ -1,29 +1,38 @@
 #!/usr/bin/env python3
-"""Compare our .proto files against tritonclient's generated descriptors.
+"""Our .proto files (lib/server/grpc/proto) against tritonclient's generated descriptors.
 
-Usage: python check_proto_fields.py [PROTO_DIR]
-Needs: tritonclient[grpc] and grpcio-tools (grpc_tools.protoc).
-Exit code 0 iff every message/enum/service in tritonclient's pools matches ours
-(field names, numbers, types, labels, type names, oneof membership; enum values;
-RPC names, request/response types, streaming flags) and health.proto is as expected.
+Every message, enum and service in tritonclient's `model_config_pb2` and `service_pb2` must match ours
+(field names, numbers, types, labels, type names, oneof membership; enum values; RPC names, request/response
+types, streaming flags), and health.proto must be the standard grpc.health.v1 one.
+
+Needs tritonclient[grpc] and grpcio-tools (grpc_tools.protoc). grpcio-tools must be installed with
+tritonclient's protobuf pin, or pip upgrades protobuf past what tritonclient allows:
+    pip install grpcio-tools grpcio-health-checking "protobuf>=6.30,<7"
+Also runs as a script: python test_proto_fields.py [PROTO_DIR]
 """
-import os, sys, tempfile
+import os
+import sys
+import tempfile
+
 from google.protobuf import descriptor_pb2, descriptor_pool
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PROTO_DIR = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else HERE)
+DEFAULT_PROTO_DIR = os.path.join(HERE, "..", "..", "lib", "server", "grpc", "proto")
 FILES = ["model_config.proto", "grpc_service.proto", "health.proto"]
 
 
-def compile_ours():
-    from grpc_tools import protoc
-    import grpc_tools
+def compile_ours(proto_dir):
+    try:
+        from grpc_tools import protoc
+        import grpc_tools
+    except ImportError as err:
+        raise AssertionError(
+            'grpcio-tools is missing: pip install grpcio-tools grpcio-health-checking "protobuf>=6.30,<7"') from err
     wkt = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
     out = os.path.join(tempfile.mkdtemp(), "set.pb")
-    rc = protoc.main(["protoc", f"-I{PROTO_DIR}", f"-I{wkt}", "--include_imports",
+    rc = protoc.main(["protoc", f"-I{proto_dir}", f"-I{wkt}", "--include_imports",
                       f"--descriptor_set_out={out}"] + FILES)
-    if rc != 0:
-        sys.exit(f"protoc failed ({rc})")
+    assert rc == 0, f"protoc failed ({rc})"
     fds = descriptor_pb2.FileDescriptorSet()
     with open(out, "rb") as f:
         fds.ParseFromString(f.read())
@@ -59,10 +68,11 @@ def walk_enums(file_desc):
             yield from m.enum_types
 
 
-def main():
+def compare(proto_dir):
+    """Returns (differences, messages, enums, rpcs compared)."""
     import tritonclient.grpc.model_config_pb2 as mc
     import tritonclient.grpc.service_pb2 as svc
-    ours = compile_ours()
+    ours = compile_ours(proto_dir)
     diffs, n_msgs, n_enums, n_rpcs = [], 0, 0, 0
 
     for ref_file in (mc.DESCRIPTOR, svc.DESCRIPTOR):
@@ -129,12 +139,20 @@ def main():
                                      "Watch": ("HealthCheckRequest", "HealthCheckResponse", False, True)}:
         diffs.append("health: service")
 
-    print(f"compared {n_msgs} messages, {n_enums} enums, {n_rpcs} rpcs (+ health.proto)")
-    for d in diffs:
-        print("DIFF", d)
-    print(f"{len(diffs)} differences")
-    return 1 if diffs else 0
+    return diffs, n_msgs, n_enums, n_rpcs
+
+
+def test_protos_match_tritonclient():
+    diffs, n_msgs, n_enums, n_rpcs = compare(os.path.abspath(DEFAULT_PROTO_DIR))
+    assert diffs == []
+    # Guard against comparing nothing (tritonclient has 130 messages, 9 enums and 20 RPCs in these files).
+    assert n_msgs >= 100 and n_enums >= 9 and n_rpcs == 20
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    found, m, e, r = compare(os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else DEFAULT_PROTO_DIR))
+    print(f"compared {m} messages, {e} enums, {r} rpcs (+ health.proto)")
+    for d in found:
+        print("DIFF", d)
+    print(f"{len(found)} differences")
+    sys.exit(1 if found else 0)

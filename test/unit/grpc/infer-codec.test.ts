@@ -1,0 +1,130 @@
+import { TritonError } from '../../../lib/errors';
+import type { Model } from '../../../lib/model/model';
+import { decodeGrpcInfer, encodeGrpcInfer } from '../../../lib/server/grpc/infer-codec';
+import type { ModelInferRequestMessage } from '../../../lib/server/grpc/messages';
+
+/** decodeGrpcInfer reads only the model's name and version; validation against specs is the model's job. */
+const model = { name: 'm', version: '3' } as unknown as Model;
+const signal = new AbortController().signal;
+
+function decode(msg: Partial<ModelInferRequestMessage>) {
+  return decodeGrpcInfer({ model_name: 'm', inputs: [], ...msg }, model, signal);
+}
+
+function errorOf(fn: () => unknown): TritonError {
+  try {
+    fn();
+  } catch (err) {
+    return err as TritonError;
+  }
+  throw new Error('expected an error');
+}
+
+describe('decodeGrpcInfer', () => {
+  it('takes raw data in order, skipping inputs that carry typed contents only when no raw data is sent', () => {
+    const a = Buffer.from(Float32Array.of(1, 2).buffer);
+    const b = Buffer.from(Int32Array.of(7).buffer);
+    const req = decode({
+      id: 'r1',
+      inputs: [
+        { name: 'A', datatype: 'FP32', shape: ['1', '2'] },
+        { name: 'B', datatype: 'INT32', shape: [1, 1] },
+      ],
+      raw_input_contents: [a, b],
+    });
+    expect(req.id).toBe('r1');
+    expect(req.modelName).toBe('m');
+    expect(req.modelVersion).toBe('3');
+    expect(req.inputs.map((i) => [i.name, i.tensor.dtype, i.tensor.shape])).toEqual([
+      ['A', 'FP32', [1, 2]],
+      ['B', 'INT32', [1, 1]],
+    ]);
+    expect(req.inputs[0]?.tensor.data).toEqual(Float32Array.of(1, 2));
+    expect(req.signal).toBe(signal);
+    expect(req.requestedOutputs).toBeUndefined();
+  });
+
+  it('views aligned raw bytes without copying', () => {
+    const backing = new ArrayBuffer(16);
+    const bytes = Buffer.from(backing, 8, 8);
+    const req = decode({ inputs: [{ name: 'A', datatype: 'FP64', shape: [1, 1] }], raw_input_contents: [bytes] });
+    expect((req.inputs[0]?.tensor.data as Float64Array).buffer).toBe(backing);
+  });
+
+  it('splits BYTES raw data on its 4-byte length prefixes, keeping NULs', () => {
+    const raw = Buffer.concat([Buffer.from([3, 0, 0, 0]), Buffer.from('a\0b'), Buffer.from([0, 0, 0, 0])]);
+    const req = decode({ inputs: [{ name: 'S', datatype: 'BYTES', shape: [2] }], raw_input_contents: [raw] });
+    expect((req.inputs[0]?.tensor.data as Uint8Array[]).map((e) => Buffer.from(e).toString())).toEqual(['a\0b', '']);
+  });
+
+  it('reads typed contents', () => {
+    const req = decode({ inputs: [{ name: 'A', datatype: 'INT64', shape: [2], contents: { int64_contents: ['9007199254740993', '-1'] } }] });
+    expect(req.inputs[0]?.tensor.data).toEqual(BigInt64Array.of(9007199254740993n, -1n));
+  });
+
+  it('splits parameters into reserved and custom ones, allowing triton_enable_empty_final_response', () => {
+    const req = decode({
+      parameters: {
+        priority: { uint64_param: '2', parameter_choice: 'uint64_param' },
+        timeout: { int64_param: '1000', parameter_choice: 'int64_param' },
+        triton_enable_empty_final_response: { bool_param: true, parameter_choice: 'bool_param' },
+        tag: { string_param: 'x', parameter_choice: 'string_param' },
+      },
+    });
+    expect(req.priority).toBe(2);
+    expect(req.timeoutMicroseconds).toBe(1000);
+    expect(req.parameters).toEqual({ tag: 'x' });
+  });
+
+  it('lists the requested outputs in order', () => {
+    expect(decode({ outputs: [{ name: 'B' }, { name: 'A' }] }).requestedOutputs).toEqual(['B', 'A']);
+  });
+
+  it.each<[string, Partial<ModelInferRequestMessage>, string, RegExp]>([
+    ['an unknown datatype', { inputs: [{ name: 'A', datatype: 'FP8', shape: [1] }], raw_input_contents: [Buffer.alloc(1)] }, 'INVALID_ARGUMENT', /unknown datatype "FP8"/],
+    ['a negative dim', { inputs: [{ name: 'A', datatype: 'FP32', shape: ['-1'] }] }, 'INVALID_ARGUMENT', /non-negative integers/],
+    ['a missing raw entry', { inputs: [{ name: 'A', datatype: 'FP32', shape: [1] }] }, 'INVALID_ARGUMENT', /unable to find data for input tensor 'A' for model 'm' in request\./],
+    ['extra raw entries', { inputs: [{ name: 'A', datatype: 'FP32', shape: [1] }], raw_input_contents: [Buffer.alloc(4), Buffer.alloc(4)] }, 'INVALID_ARGUMENT', /2 raw_input_contents for 1 raw inputs/],
+    [
+      'contents with raw data',
+      { inputs: [{ name: 'A', datatype: 'FP32', shape: [1], contents: { fp32_contents: [1] } }], raw_input_contents: [Buffer.alloc(4)] },
+      'INVALID_ARGUMENT',
+      /contents field must not be specified when using raw_input_contents for 'A'/,
+    ],
+    ['a reserved triton_ key', { parameters: { triton_x: { bool_param: true } } }, 'INVALID_ARGUMENT', /reserved for Triton usage/],
+    ['a classification output', { outputs: [{ name: 'A', parameters: { classification: { int64_param: '3' } } }] }, 'UNSUPPORTED', /classification/],
+    ['a shared-memory output', { outputs: [{ name: 'A', parameters: { shared_memory_region: { string_param: 'r' } } }] }, 'UNSUPPORTED', /shared memory/],
+  ])('refuses %s', (_name, msg, code, message) => {
+    const err = errorOf(() => decode(msg));
+    expect(err).toBeInstanceOf(TritonError);
+    expect(err.code).toBe(code);
+    expect(err.message).toMatch(message);
+  });
+});
+
+describe('encodeGrpcInfer', () => {
+  it('writes one raw entry per output, in order, numeric data as views and BYTES length-prefixed', () => {
+    const data = Float32Array.of(1, 2);
+    const msg = encodeGrpcInfer({
+      id: 'x',
+      modelName: 'm',
+      modelVersion: '3',
+      outputs: [
+        { name: 'F', tensor: { dtype: 'FP32', shape: [1, 2], data } },
+        { name: 'S', tensor: { dtype: 'BYTES', shape: [1], data: [Buffer.from('hi')] } },
+        { name: 'E', tensor: { dtype: 'INT8', shape: [0], data: new Int8Array(0) } },
+      ],
+    });
+    expect(msg).toMatchObject({ id: 'x', model_name: 'm', model_version: '3' });
+    expect(msg.outputs).toEqual([
+      { name: 'F', datatype: 'FP32', shape: [1, 2] },
+      { name: 'S', datatype: 'BYTES', shape: [1] },
+      { name: 'E', datatype: 'INT8', shape: [0] },
+    ]);
+    expect(msg.raw_output_contents).toHaveLength(3);
+    expect(msg.raw_output_contents[0]?.buffer).toBe(data.buffer);
+    expect(Buffer.from(msg.raw_output_contents[1] as Uint8Array)).toEqual(Buffer.from([2, 0, 0, 0, 104, 105]));
+    expect(msg.raw_output_contents[2]?.byteLength).toBe(0);
+    expect(msg.parameters).toBeUndefined();
+  });
+});
