@@ -1,62 +1,68 @@
-import { TritonError, concatBatch, type OutputValue, type Request, type Response, type Tensor } from '../lib';
+import { TritonError, type Response } from '../lib';
+import { batchInputs, requestRows } from './batch-inputs';
+import { batchContext, totalRows, type BatchContext, type BatchFn, type BatchOutputs } from './context';
 import { makeDecorator } from './decorate';
+import { cropRows } from './pad';
+import { extentsOf, requestExtent } from './row-extents';
+import { checkRows, dimsOf, sameDims, sliceRows } from './tensor-rows';
 
-/** What a `@batch` function receives besides its inputs. */
-export interface BatchContext {
-  /** The requests that make up this batch, in order (their parameters, ids and signals). */
-  readonly requests: readonly Request[];
-}
-
-/** A function over one batch: inputs concatenated along dim 0, outputs with the same number of rows. */
-export type BatchFn = (
-  inputs: Record<string, Tensor>,
-  context: BatchContext,
-) => Promise<Record<string, OutputValue>> | Record<string, OutputValue>;
+export type { BatchContext, BatchFn };
 
 /**
- * Concatenates the requests' inputs along dim 0, calls the function once, and splits each output back by
- * each request's batch size. Requests in one batch must carry the same inputs.
+ * Concatenates the requests' inputs along dim 0, calls the function once with them and a `BatchContext`
+ * (the requests, their rows and parameters, the instance, a signal), and splits each output back by each
+ * request's batch size. Requests in one batch must carry the same inputs (put `@groupByKeys` or
+ * `@fillOptionals` above it otherwise); batch-level decorators (`@groupByValues`, `@padBatch`,
+ * `@firstValue`) go below it.
  */
-export const batch = makeDecorator<BatchFn>('batch', async (fn, self, requests) => {
-  const first = requests[0];
-  if (!first) return [];
-  const names = Object.keys(first.inputs).sort();
-  const rows = requests.map((r, i) => {
-    const keys = Object.keys(r.inputs).sort();
-    if (keys.join('\0') !== names.join('\0')) {
-      throw new TritonError(
-        'INVALID_ARGUMENT',
-        `@batch: requests in one batch must carry the same inputs; request 0 has [${names.join(', ')}], request ${i} has [${keys.join(', ')}]`,
-      );
+export const batch = makeDecorator<BatchFn>(
+  'batch',
+  async (fn, self, requests, instance) => {
+    const first = requests[0];
+    if (!first) return [];
+    const names = Object.keys(first.inputs).sort();
+    requests.forEach((r, i) => {
+      const keys = Object.keys(r.inputs).sort();
+      if (keys.join('\0') !== names.join('\0')) {
+        throw new TritonError(
+          'INVALID_ARGUMENT',
+          `@batch: requests in one batch must carry the same inputs; request 0 has [${names.join(', ')}], request ${i} has [${keys.join(', ')}]`,
+        );
+      }
+    });
+    const rows = requests.map(requestRows);
+    const { context, dispose } = batchContext(requests, rows, { instance });
+    try {
+      const outputs = await fn.call(self, batchInputs(requests, names, '@batch'), context);
+      return splitOutputs(outputs, rows);
+    } finally {
+      dispose();
     }
-    return (r.inputs[names[0] as string]?.shape[0] ?? 1) as number;
-  });
-  const inputs: Record<string, Tensor> = {};
-  for (const name of names) inputs[name] = concatBatch(requests.map((r) => r.inputs[name] as Tensor));
-  const outputs = await fn.call(self, inputs, { requests });
-  return splitOutputs(outputs, rows);
-});
+  },
+  'batch-fn',
+);
 
-/** Splits batched outputs back into one response per request, by rows; views, no copies. */
-export function splitOutputs(outputs: Record<string, OutputValue>, rows: readonly number[]): Response[] {
+/**
+ * Splits batched outputs back into one response per request, by rows: views, no copies, except where a
+ * batch-level decorator padded an output, whose slices are cut back to each request's real dims.
+ */
+export function splitOutputs(outputs: BatchOutputs, rows: readonly number[]): Response[] {
   if (typeof outputs !== 'object' || outputs === null) {
     throw new TritonError('INFERENCE_FAILED', `@batch: the function must return an object of outputs, got ${outputs === null ? 'null' : typeof outputs}`);
   }
-  const total = rows.reduce((a, b) => a + b, 0);
+  const total = totalRows(rows);
+  const extents = extentsOf(outputs);
   const responses: Response[] = rows.map(() => ({}));
   for (const [name, value] of Object.entries(outputs)) {
-    const outRows = value?.shape?.[0];
-    if (outRows !== total) {
-      throw new TritonError('INFERENCE_FAILED', `@batch: output '${name}' has ${outRows ?? 'no'} rows but the batch has ${total}`);
-    }
-    const perRow = total === 0 ? 0 : value.data.length / total;
+    checkRows(value, total, `@batch: output '${name}'`);
+    const perRow = extents?.[name];
     let start = 0;
     rows.forEach((n, i) => {
       const end = start + n;
-      const data = Array.isArray(value.data)
-        ? value.data.slice(start * perRow, end * perRow)
-        : (value.data as unknown as { subarray(a: number, b: number): unknown }).subarray(start * perRow, end * perRow);
-      (responses[i] as Response)[name] = { ...value, shape: [n, ...value.shape.slice(1)], data } as OutputValue;
+      let part = sliceRows(value, start, end);
+      const cut = perRow && requestExtent(perRow.slice(start, end));
+      if (cut && !sameDims(cut, dimsOf(part))) part = cropRows(part, cut);
+      (responses[i] as Response)[name] = part;
       start = end;
     });
   }

@@ -1,3 +1,4 @@
+import type { Cancellation } from '../../cancellation';
 import { TritonError } from '../../errors';
 import type { InferenceRequest, InferenceResponse, NamedTensor } from '../../model/inference';
 import type { Model } from '../../model/model';
@@ -16,7 +17,7 @@ export const GRPC_ALLOWED_TRITON_KEYS: ReadonlySet<string> = new Set(['triton_en
  * otherwise from the next `raw_input_contents` entry, which numeric inputs view without copying when the
  * bytes are aligned.
  */
-export function decodeGrpcInfer(msg: ModelInferRequestMessage, model: Model, signal: AbortSignal): InferenceRequest {
+export function decodeGrpcInfer(msg: ModelInferRequestMessage, model: Model, cancellation: Cancellation, deadline?: number): InferenceRequest {
   const { parameters, priority, timeoutMicroseconds } = isEmpty(msg.parameters)
     ? NO_PARAMETERS
     : parseParameters(fromInferParameters(msg.parameters, 'request'), 'request', GRPC_ALLOWED_TRITON_KEYS);
@@ -65,7 +66,8 @@ export function decodeGrpcInfer(msg: ModelInferRequestMessage, model: Model, sig
     parameters,
     priority,
     timeoutMicroseconds,
-    signal,
+    cancellation,
+    deadline,
   };
 }
 

@@ -1,4 +1,5 @@
 import type { handleUnaryCall } from '@grpc/grpc-js';
+import { Cancellation } from '../../cancellation';
 import { TritonError } from '../../errors';
 import type { InferenceResponse } from '../../model/inference';
 import type { TrackedCall } from './call-tracker';
@@ -13,7 +14,7 @@ import type { ModelInferRequestMessage, ModelInferResponseMessage } from './mess
  */
 export function modelInfer(ctx: GrpcContext): handleUnaryCall<ModelInferRequestMessage, ModelInferResponseMessage> {
   return (call, callback) => {
-    const abort = new AbortController();
+    const abort = new Cancellation();
     let settled = false;
     const settle = (err: unknown, value?: ModelInferResponseMessage): void => {
       if (settled) return;
@@ -47,7 +48,7 @@ export function modelInfer(ctx: GrpcContext): handleUnaryCall<ModelInferRequestM
       if (model.config.decoupled) {
         throw new TritonError('UNSUPPORTED', "ModelInfer RPC doesn't support models with decoupled transaction policy");
       }
-      pending = ctx.core.infer(decodeGrpcInfer(msg, model, abort.signal));
+      pending = ctx.core.infer(decodeGrpcInfer(msg, model, abort, callDeadline(call)));
     } catch (err) {
       return settle(err);
     }
@@ -64,4 +65,11 @@ export function modelInfer(ctx: GrpcContext): handleUnaryCall<ModelInferRequestM
       (err: unknown) => settle(err),
     );
   };
+}
+
+/** The call's gRPC deadline in ms since the epoch, or undefined when it has none. */
+export function callDeadline(call: { getDeadline(): Date | number }): number | undefined {
+  const d = call.getDeadline();
+  const ms = d instanceof Date ? d.getTime() : d;
+  return Number.isFinite(ms) ? ms : undefined;
 }

@@ -1,5 +1,7 @@
 import type { handleBidiStreamingCall } from '@grpc/grpc-js';
+import { Cancellation } from '../../cancellation';
 import { TritonError, toTritonError } from '../../errors';
+import type { InferenceResponse } from '../../model/inference';
 import type { TrackedCall } from './call-tracker';
 import { stoppingError, type GrpcContext } from './grpc-context';
 import { toGrpcStatus } from './grpc-status';
@@ -8,12 +10,15 @@ import type { InferParameterMap, ModelInferRequestMessage, ModelInferResponseMes
 
 /** Every response of a non-decoupled model is its request's last: perf_analyzer and tritonclient read this flag. */
 const FINAL: InferParameterMap = { triton_final_response: { bool_param: true } };
+const NOT_FINAL: InferParameterMap = { triton_final_response: { bool_param: false } };
 
 /**
- * The ModelStreamInfer RPC for non-decoupled models: each request on the stream is independent and gets
- * exactly one response, in completion order, matched by `id`. A failed request gets `error_message` and
- * the stream stays open. The stream ends once the client has half-closed and every response is written;
- * a client cancel aborts every request still running.
+ * The ModelStreamInfer RPC: each request on the stream is independent and matched by `id`. A request of a
+ * non-decoupled model gets exactly one response; a decoupled model's request gets each response as it is
+ * produced (`triton_final_response` false), and the last one carries the flag true — as an empty response
+ * only when the request set `triton_enable_empty_final_response`. A failed request gets `error_message`
+ * and the stream stays open. The stream ends once the client has half-closed and every request is answered;
+ * a client cancel aborts every request still running (a decoupled model's generator is closed).
  */
 export function modelStreamInfer(ctx: GrpcContext): handleBidiStreamingCall<ModelInferRequestMessage, ModelStreamInferResponseMessage> {
   return (call) => {
@@ -21,7 +26,7 @@ export function modelStreamInfer(ctx: GrpcContext): handleBidiStreamingCall<Mode
       call.emit('error', toGrpcStatus(stoppingError()));
       return;
     }
-    const pending = new Set<AbortController>();
+    const pending = new Set<Cancellation>();
     let clientDone = false;
     let closed = false;
     const close = (): void => {
@@ -50,11 +55,10 @@ export function modelStreamInfer(ctx: GrpcContext): handleBidiStreamingCall<Mode
 
     call.on('data', (msg: ModelInferRequestMessage) => {
       if (closed) return;
-      const abort = new AbortController();
+      const abort = new Cancellation();
       pending.add(abort);
-      answer(ctx, msg, abort.signal).then((response) => {
+      answer(ctx, msg, abort, write).then(() => {
         pending.delete(abort);
-        write(response);
         endIfDone();
       });
     });
@@ -75,24 +79,26 @@ export function modelStreamInfer(ctx: GrpcContext): handleBidiStreamingCall<Mode
   };
 }
 
-/** Runs one request of the stream; never rejects: failures become `error_message` responses. */
-async function answer(ctx: GrpcContext, msg: ModelInferRequestMessage, signal: AbortSignal): Promise<ModelStreamInferResponseMessage> {
+/** Runs one request of the stream, writing its response(s); never rejects: failures become `error_message` responses. */
+async function answer(ctx: GrpcContext, msg: ModelInferRequestMessage, cancellation: Cancellation, write: (m: ModelStreamInferResponseMessage) => void): Promise<void> {
   try {
     const model = ctx.core.repository.get(msg.model_name, msg.model_version);
-    if (model.config.decoupled) {
-      throw new TritonError('UNSUPPORTED', `model '${model.name}' is decoupled; decoupled models are not supported by this server`);
+    const request = decodeGrpcInfer(msg, model, cancellation);
+    if (!model.config.decoupled) {
+      const response = await ctx.core.infer(request);
+      write({ error_message: '', infer_response: encodeGrpcInfer(response, FINAL) });
+      return;
     }
-    const response = await ctx.core.infer(decodeGrpcInfer(msg, model, signal));
-    return { error_message: '', infer_response: encodeGrpcInfer(response, FINAL) };
+    const emptyFinal = msg.parameters?.triton_enable_empty_final_response?.bool_param === true;
+    for await (const event of ctx.core.inferStream(request)) {
+      if (event.outputs.length > 0) write({ error_message: '', infer_response: encodeGrpcInfer(event as InferenceResponse, event.final ? FINAL : NOT_FINAL) });
+      else if (event.final && emptyFinal) write({ error_message: '', infer_response: emptyResponse(msg, FINAL) });
+    }
   } catch (err) {
-    const failed: ModelInferResponseMessage = {
-      model_name: msg.model_name,
-      model_version: msg.model_version ?? '',
-      id: msg.id ?? '',
-      parameters: FINAL,
-      outputs: [],
-      raw_output_contents: [],
-    };
-    return { error_message: toTritonError(err).message, infer_response: failed };
+    write({ error_message: toTritonError(err).message, infer_response: emptyResponse(msg, FINAL) });
   }
+}
+
+function emptyResponse(msg: ModelInferRequestMessage, parameters: InferParameterMap): ModelInferResponseMessage {
+  return { model_name: msg.model_name, model_version: msg.model_version ?? '', id: msg.id ?? '', parameters, outputs: [], raw_output_contents: [] };
 }

@@ -1,3 +1,4 @@
+import { Cancellation } from '../../../lib/cancellation';
 import { TritonError } from '../../../lib/errors';
 import type { Model } from '../../../lib/model/model';
 import { decodeGrpcInfer, encodeGrpcInfer } from '../../../lib/server/grpc/infer-codec';
@@ -5,10 +6,10 @@ import type { ModelInferRequestMessage } from '../../../lib/server/grpc/messages
 
 /** decodeGrpcInfer reads only the model's name and version; validation against specs is the model's job. */
 const model = { name: 'm', version: '3' } as unknown as Model;
-const signal = new AbortController().signal;
+const cancellation = new Cancellation();
 
 function decode(msg: Partial<ModelInferRequestMessage>) {
-  return decodeGrpcInfer({ model_name: 'm', inputs: [], ...msg }, model, signal);
+  return decodeGrpcInfer({ model_name: 'm', inputs: [], ...msg }, model, cancellation);
 }
 
 function errorOf(fn: () => unknown): TritonError {
@@ -40,7 +41,7 @@ describe('decodeGrpcInfer', () => {
       ['B', 'INT32', [1, 1]],
     ]);
     expect(req.inputs[0]?.tensor.data).toEqual(Float32Array.of(1, 2));
-    expect(req.signal).toBe(signal);
+    expect(req.cancellation).toBe(cancellation);
     expect(req.requestedOutputs).toBeUndefined();
   });
 

@@ -1,0 +1,137 @@
+import { NEVER_ABORTED, type InstanceContext, type OutputValue, type ParameterValue, type Request, type Tensor } from '../lib';
+
+/**
+ * What a decorated function learns about its call: the instance running it, the requests, and a signal.
+ * `@batch` and `@sample` always pass it (as part of their context argument); `@tritonContext` passes it to a
+ * raw callable. It is the same during warmup, whose requests have id `warmup:<name>`.
+ */
+export interface TritonContext {
+  /**
+   * The instance running the call: model name, version and config, instance name, device, `workers({ data })`.
+   * The server passes it as the raw callable's second argument; undefined when the callable is called without.
+   */
+  readonly instance: InstanceContext | undefined;
+  /** The requests of this call, in order, with their parameters, ids and signals. */
+  readonly requests: readonly Request[];
+  /** Fires once every request of this call has been cancelled, when finishing the work helps no one. */
+  readonly signal: AbortSignal;
+}
+
+/** What a `@batch` function receives besides its inputs. */
+export interface BatchContext extends TritonContext {
+  /**
+   * The requests that make up this batch, in order. `requests[i].inputs` are request i's rows of the batched
+   * inputs (a batch-level decorator that splits or pads the batch passes the requests it derived).
+   */
+  readonly requests: readonly Request[];
+  /** Rows each request contributes: request i owns the `rows[i]` rows after those of requests 0..i-1. */
+  readonly rows: readonly number[];
+  /** Each request's parameters, in the order of `requests` (PyTriton's `@batch` loses them). */
+  readonly parameters: readonly Readonly<Record<string, ParameterValue>>[];
+  /** Parameters `@firstValue({ parameters })` found equal in every request of the batch, by name. */
+  readonly batchParameters: Readonly<Record<string, ParameterValue>>;
+}
+
+/** The outputs of a batch function: one tensor per output, one row per row of the batch. */
+export type BatchOutputs = Record<string, OutputValue>;
+
+/** A function over one batch: inputs concatenated along dim 0, outputs with the same number of rows. */
+export type BatchFn = (inputs: Record<string, Tensor>, context: BatchContext) => Promise<BatchOutputs> | BatchOutputs;
+
+/** A context and the function that releases its signal's listeners once the call has settled. */
+export interface Scoped<C> {
+  readonly context: C;
+  readonly dispose: () => void;
+}
+
+/** The context of a raw call over `requests`. */
+export function requestsContext(requests: readonly Request[], instance: InstanceContext | undefined): Scoped<TritonContext> {
+  const { signal, dispose } = allAborted(requests.map((r) => r.signal));
+  return { context: { instance, requests, signal }, dispose };
+}
+
+/** The context of a batch over `requests` (whose rows are `rows`), inheriting instance and batch parameters from `base`. */
+export function batchContext(
+  requests: readonly Request[],
+  rows: readonly number[],
+  base: { readonly instance: InstanceContext | undefined; readonly batchParameters?: Readonly<Record<string, ParameterValue>> },
+): Scoped<BatchContext> {
+  const { signal, dispose } = allAborted(requests.map((r) => r.signal));
+  const context: BatchContext = {
+    instance: base.instance,
+    requests,
+    rows,
+    parameters: requests.map((r) => r.parameters),
+    batchParameters: base.batchParameters ?? {},
+    signal,
+  };
+  return { context, dispose };
+}
+
+/** True if `v` looks like a batch context (what `@batch` passes); batch-level decorators refuse anything else. */
+export function isBatchContext(v: unknown): v is BatchContext {
+  return typeof v === 'object' && v !== null && Array.isArray((v as BatchContext).requests) && Array.isArray((v as BatchContext).rows);
+}
+
+/** Total rows of a batch. */
+export function totalRows(rows: readonly number[]): number {
+  let n = 0;
+  for (const r of rows) n += r;
+  return n;
+}
+
+/** `request 1 (id "b")`, or `request 1` when the request has no id, for error messages. */
+export function describeRequest(requests: readonly Request[], index: number): string {
+  const id = requests[index]?.id;
+  return id ? `request ${index} (id "${id}")` : `request ${index}`;
+}
+
+const NOOP = (): void => {};
+
+/**
+ * A signal that fires once every one of `signals` has fired, with the last one's reason. Its listeners are
+ * removed by `dispose` (or when it fires), so a long-lived request signal keeps none of them.
+ */
+export function allAborted(signals: readonly AbortSignal[]): { signal: AbortSignal; dispose: () => void } {
+  const unique = [...new Set(signals)];
+  if (unique.length === 0) return { signal: NEVER_ABORTED, dispose: NOOP };
+  if (unique.length === 1) return { signal: unique[0] as AbortSignal, dispose: NOOP };
+  const controller = new AbortController();
+  const pending = unique.filter((s) => !s.aborted);
+  if (pending.length === 0) {
+    controller.abort((unique[unique.length - 1] as AbortSignal).reason);
+    return { signal: controller.signal, dispose: NOOP };
+  }
+  let left = pending.length;
+  const listeners = pending.map((s) => {
+    const onAbort = (): void => {
+      left -= 1;
+      if (left === 0) {
+        dispose();
+        controller.abort(s.reason);
+      }
+    };
+    s.addEventListener('abort', onAbort, { once: true });
+    return [s, onAbort] as const;
+  });
+  const dispose = (): void => {
+    for (const [s, l] of listeners) s.removeEventListener('abort', l);
+  };
+  return { signal: controller.signal, dispose };
+}
+
+/**
+ * A key equal for two parameter values exactly when they are the same value: integers compare equal whether
+ * they arrived as numbers (JSON) or BigInt (gRPC int64); an absent parameter has its own key.
+ */
+export function parameterKey(value: ParameterValue | undefined): string {
+  if (value === undefined) return '-';
+  if (typeof value === 'bigint') return Number.isSafeInteger(Number(value)) ? `n${Number(value)}` : `N${value}`;
+  return `${typeof value === 'number' ? 'n' : typeof value === 'boolean' ? 'b' : 's'}${String(value)}`;
+}
+
+/** A parameter value for error messages: `0.5`, `"greedy"`, `none`. */
+export function showParameter(value: ParameterValue | undefined): string {
+  if (value === undefined) return 'none';
+  return typeof value === 'string' ? JSON.stringify(value) : String(value);
+}
