@@ -1,12 +1,12 @@
-import { TritonError, type Response } from '../lib';
+import { TritonError, type Response, type StreamItem } from '../lib';
 import { batchInputs, requestRows } from './batch-inputs';
-import { batchContext, totalRows, type BatchContext, type BatchFn, type BatchOutputs } from './context';
+import { batchContext, totalRows, type BatchContext, type BatchFn, type BatchOutputs, type StreamingBatchFn } from './context';
 import { makeDecorator } from './decorate';
 import { cropRows } from './pad';
 import { extentsOf, requestExtent } from './row-extents';
 import { checkRows, dimsOf, sameDims, sliceRows } from './tensor-rows';
 
-export type { BatchContext, BatchFn };
+export type { BatchContext, BatchFn, StreamingBatchFn };
 
 /**
  * Concatenates the requests' inputs along dim 0, calls the function once with them and a `BatchContext`
@@ -15,7 +15,7 @@ export type { BatchContext, BatchFn };
  * `@fillOptionals` above it otherwise); batch-level decorators (`@groupByValues`, `@padBatch`,
  * `@firstValue`) go below it.
  */
-export const batch = makeDecorator<BatchFn>(
+export const batch = makeDecorator<BatchFn | StreamingBatchFn>(
   'batch',
   async (fn, self, requests, instance) => {
     const first = requests[0];
@@ -32,11 +32,17 @@ export const batch = makeDecorator<BatchFn>(
     });
     const rows = requests.map(requestRows);
     const { context, dispose } = batchContext(requests, rows, { instance });
+    let streaming = false;
     try {
-      const outputs = await fn.call(self, batchInputs(requests, names, '@batch'), context);
-      return splitOutputs(outputs, rows);
+      const result = (fn as (this: unknown, ...args: Parameters<BatchFn>) => unknown).call(self, batchInputs(requests, names, '@batch'), context);
+      if (isAsyncIterable(result)) {
+        // A decoupled model: every yielded batch of outputs is split into one response per request.
+        streaming = true;
+        return splitStream(result as AsyncIterable<BatchOutputs>, rows, dispose) as unknown as Response[];
+      }
+      return splitOutputs(await (result as Promise<BatchOutputs>), rows);
     } finally {
-      dispose();
+      if (!streaming) dispose();
     }
   },
   'batch-fn',
@@ -67,4 +73,20 @@ export function splitOutputs(outputs: BatchOutputs, rows: readonly number[]): Re
     });
   }
   return responses;
+}
+
+async function* splitStream(outputs: AsyncIterable<BatchOutputs>, rows: readonly number[], dispose: () => void): AsyncGenerator<StreamItem> {
+  try {
+    for await (const batchOutputs of outputs) {
+      const responses = splitOutputs(batchOutputs, rows);
+      for (let index = 0; index < responses.length; index++) yield { index, response: responses[index] };
+    }
+  } finally {
+    dispose();
+  }
+}
+
+/** True for async generators and other async iterables (a decoupled model's function). */
+export function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
+  return typeof value === 'object' && value !== null && Symbol.asyncIterator in value;
 }

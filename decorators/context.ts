@@ -38,6 +38,9 @@ export type BatchOutputs = Record<string, OutputValue>;
 /** A function over one batch: inputs concatenated along dim 0, outputs with the same number of rows. */
 export type BatchFn = (inputs: Record<string, Tensor>, context: BatchContext) => Promise<BatchOutputs> | BatchOutputs;
 
+/** A batch function of a decoupled model: yields batches of outputs, each split into one response per request. */
+export type StreamingBatchFn = (inputs: Record<string, Tensor>, context: BatchContext) => AsyncIterable<BatchOutputs>;
+
 /** A context and the function that releases its signal's listeners once the call has settled. */
 export interface Scoped<C> {
   readonly context: C;

@@ -4,6 +4,7 @@ import { bindAddSub } from './add-sub/model';
 import { bindIdentity } from './identity/model';
 import { bindColorEnsemble } from './ensemble/model';
 import { bindOcr } from './ocr/model';
+import { bindStreamTokens } from './streaming/model';
 
 async function main(): Promise<void> {
   const triton = new Triton();
@@ -11,6 +12,7 @@ async function main(): Promise<void> {
   bindIdentity(triton);
   bindOcr(triton);
   bindColorEnsemble(triton);
+  bindStreamTokens(triton);
   process.exit(await triton.serve());
 }
 

@@ -1,5 +1,6 @@
 import type { DataType, TensorData } from './tensor/dtype';
 import type { Tensor } from './tensor/tensor';
+import type { InstanceContext } from './instances/instance';
 
 /** A request parameter value (string, integer, boolean or double; 64-bit integers as BigInt). */
 export type ParameterValue = string | number | boolean | bigint;
@@ -60,15 +61,18 @@ export interface StreamItem {
   readonly final?: boolean;
 }
 
-/** The raw inference contract: a list of requests in, one response per request out, in order. */
-export type InferCallable = (requests: Request[]) => Promise<Response[]> | Response[];
+/**
+ * The raw inference contract: a list of requests in, one response per request out, in order. The second
+ * argument describes the model and the instance running the batch (decorators use it).
+ */
+export type InferCallable = (requests: Request[], instance?: InstanceContext) => Promise<Response[]> | Response[];
 
 /**
  * The raw contract of a decoupled (streaming) model: an async iterable of `StreamItem`s — zero or more
  * responses per request, each request's stream ending on its own. `bind()` accepts it as `inferFunc` for a
  * model with `decoupled: true`.
  */
-export type DecoupledCallable = (requests: Request[]) => AsyncIterable<StreamItem>;
+export type DecoupledCallable = (requests: Request[], instance?: InstanceContext) => AsyncIterable<StreamItem>;
 
 /** An AbortSignal that never fires, for requests that carry none. */
 export const NEVER_ABORTED: AbortSignal = new AbortController().signal;

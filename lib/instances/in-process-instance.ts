@@ -37,7 +37,11 @@ export class InProcessInstance implements Instance {
   }
 
   /** Builds the callable if it needs the context, then awaits the object's `initialize(context)`. */
+  /** Given to the callable with each batch, so decorators can read the model and instance. */
+  private context: InstanceContext | undefined;
+
   async start(context: InstanceContext): Promise<void> {
+    this.context = context;
     if (this.state !== 'new') throw new TritonError('INTERNAL', `instance ${this.name}: start() called twice`);
     this.state = 'starting';
     try {
@@ -77,7 +81,7 @@ export class InProcessInstance implements Instance {
       throw new TritonError('UNAVAILABLE', `instance ${this.name} is ${this.state === 'closed' ? 'closed' : 'not started'}`);
     }
     // A decoupled model's callable returns an async iterable instead of an array.
-    return loaded.callable(requests) as unknown as Promise<Response[] | AsyncIterable<StreamItem>>;
+    return loaded.callable(requests, this.context) as unknown as Promise<Response[] | AsyncIterable<StreamItem>>;
   }
 
   /** Awaits the object's `finalize()` if `start()` completed; idempotent. */

@@ -99,6 +99,8 @@ export class Model {
   private readonly maxBatchSize: number;
   private readonly bls: BlsHandler | undefined;
   private live = 0;
+  private created = 0;
+  private released = 0;
 
   constructor(init: ModelInit) {
     this.bls = init.bls;
@@ -203,6 +205,11 @@ export class Model {
     return this.live;
   }
 
+  /** Per-request states created and released since the model was bound (equal when nothing leaks). */
+  get requestStates(): { created: number; released: number } {
+    return { created: this.created, released: this.released };
+  }
+
   /** Validates, queues and runs one request; resolves with its validated outputs. */
   async infer(req: InferenceRequest): Promise<InferenceResponse> {
     if (this.config.decoupled) {
@@ -292,6 +299,7 @@ export class Model {
       deadline.catch(() => {}); // only raced: never an unhandled rejection
     }
     this.live++;
+    this.created++;
     const request = new ScheduledRequest(inputs, req.parameters, requestedOutputs, req.id, cancellation);
     const bls = this.bls;
     if (bls) request.infer = (call) => bls(call, [...(req.chain ?? []), this.name], cancellation);
@@ -315,6 +323,7 @@ export class Model {
         if (released) return;
         released = true;
         this.live--;
+        this.released++;
         if (timer) clearTimeout(timer);
         unfollow?.();
       },

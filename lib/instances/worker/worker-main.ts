@@ -36,7 +36,7 @@ async function main(port: MessagePort, init: WorkerInit): Promise<void> {
         if (w.abort === 'aborted') controller.abort(w.reason && deserializeError(w.reason));
         return controller.signal;
       });
-      const responses = await loaded.callable(requests);
+      const responses = await loaded.callable(requests, init.context);
       sendResult(port, id, responses);
     } catch (err) {
       post(port, { type: 'error', id, error: serializeError(err) });

@@ -5,6 +5,7 @@ import { Cancellation } from '../../cancellation';
 import { TritonError, toTritonError } from '../../errors';
 import type { ServerCore } from '../server-core';
 import { compress, negotiateEncoding, readBody } from './body';
+import { handleGenerate } from './generate';
 import { decodeHttpInfer, encodeHttpInfer } from './infer-codec';
 
 /** Model routes: `/v2/models/{m}[/versions/{v}][/{action}]`, matched on the path only, as Triton does. */
@@ -204,6 +205,10 @@ function buildApp(core: ServerCore, router: Router): Express {
           return;
         case 'stats':
           res.json({ model_stats: core.modelStatistics(model.name, version) });
+          return;
+        case 'generate':
+        case 'generate_stream':
+          handleGenerate(core, model, req, res, action === 'generate_stream').catch((err: unknown) => sendError(res, toTritonError(err)));
           return;
         default:
           throw new TritonError('UNSUPPORTED', `the '${action}' endpoint is not supported by this server`);
