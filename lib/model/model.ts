@@ -240,7 +240,7 @@ export class Model {
     }
     const job = this.prepare(req);
     const stream = this.scheduler.enqueueStream(job.request, job.rows, job.batchKey, job.options, highWaterMark);
-    const model = this;
+    const { name, version, statistics } = this;
     async function* responses(): AsyncGenerator<InferenceResponse & { final: boolean }> {
       let finished = false;
       try {
@@ -250,20 +250,20 @@ export class Model {
           if (next.done) break;
           job.throwIfCancelled();
           const { value, final } = next.value;
-          yield { id: req.id, modelName: model.name, modelVersion: model.version, outputs: value ?? [], final };
+          yield { id: req.id, modelName: name, modelVersion: version, outputs: value ?? [], final };
         }
         finished = true;
-        model.statistics.recordSuccess(job.elapsedNs(), { value: undefined, queueNs: 0, computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0, batchRows: job.rows });
+        statistics.recordSuccess(job.elapsedNs(), { value: undefined, queueNs: 0, computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0, batchRows: job.rows });
       } catch (err) {
         finished = true;
         const error = job.error(err);
-        model.statistics.recordFailure(job.elapsedNs(), failureReason(error));
+        statistics.recordFailure(job.elapsedNs(), failureReason(error));
         throw error;
       } finally {
         if (!finished) {
           // The reader went away: cancel the request so its producer stops.
           job.cancel();
-          model.statistics.recordFailure(job.elapsedNs(), 'CANCELED');
+          statistics.recordFailure(job.elapsedNs(), 'CANCELED');
         }
         stream.stopReading();
         job.release();
