@@ -25,6 +25,8 @@ export interface TritonConfigInit {
   grpcMaxMessageSize?: number;
   strictReadiness?: boolean;
   serverVersion?: string;
+  httpHeaderForwardPattern?: string;
+  grpcHeaderForwardPattern?: string;
 }
 
 const KEYS = [
@@ -44,6 +46,8 @@ const KEYS = [
   'grpcMaxMessageSize',
   'strictReadiness',
   'serverVersion',
+  'httpHeaderForwardPattern',
+  'grpcHeaderForwardPattern',
 ] as const;
 
 /** Server settings. Defaults are Triton's; every field can also come from a `TSTRITON_*` variable. */
@@ -107,6 +111,16 @@ export class TritonConfig {
   /** Server readiness also requires every model to be ready. */
   @IsBoolean()
   strictReadiness = true;
+
+  /** HTTP headers whose names match this regular expression reach the callable as string parameters. */
+  @IsOptional()
+  @IsString()
+  httpHeaderForwardPattern?: string;
+
+  /** gRPC metadata keys matching this regular expression reach the callable as string parameters. */
+  @IsOptional()
+  @IsString()
+  grpcHeaderForwardPattern?: string;
 
   /** Version reported by server metadata. */
   @IsOptional()

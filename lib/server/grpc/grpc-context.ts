@@ -6,6 +6,8 @@ import type { CallTracker } from './call-tracker';
 export interface GrpcContext {
   readonly core: ServerCore;
   readonly tracker: CallTracker;
+  /** Which metadata keys become request parameters (`grpcHeaderForwardPattern`). */
+  readonly forwardHeader?: (name: string) => boolean;
 }
 
 /** The error new calls get once the server stops accepting them. */

@@ -1,3 +1,4 @@
+import { headerMatcher } from '../forward-headers';
 import * as grpc from '@grpc/grpc-js';
 import { TritonError } from '../../errors';
 import type { Transport } from '../../triton';
@@ -29,7 +30,7 @@ export class GrpcServer implements Transport {
   constructor(private readonly core: ServerCore) {
     const max = core.config.grpcMaxMessageSize;
     this.server = new grpc.Server({ 'grpc.max_receive_message_length': max, 'grpc.max_send_message_length': max });
-    const ctx: GrpcContext = { core, tracker: this.tracker };
+    const ctx: GrpcContext = { core, tracker: this.tracker, forwardHeader: headerMatcher(core.config.grpcHeaderForwardPattern, 'grpcHeaderForwardPattern') };
     const protos = loadProtos('string');
     this.server.addService(withDirectCodecs(protos.inference), inferenceService(ctx));
     this.server.addService(protos.health, healthService(ctx));

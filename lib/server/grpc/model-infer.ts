@@ -1,5 +1,6 @@
 import type { handleUnaryCall } from '@grpc/grpc-js';
 import { Cancellation } from '../../cancellation';
+import { forwardHeaders } from '../forward-headers';
 import { TritonError } from '../../errors';
 import type { InferenceResponse } from '../../model/inference';
 import type { TrackedCall } from './call-tracker';
@@ -48,7 +49,9 @@ export function modelInfer(ctx: GrpcContext): handleUnaryCall<ModelInferRequestM
       if (model.config.decoupled) {
         throw new TritonError('UNSUPPORTED', "ModelInfer RPC doesn't support models with decoupled transaction policy");
       }
-      pending = ctx.core.infer(decodeGrpcInfer(msg, model, abort, callDeadline(call)));
+      const request = decodeGrpcInfer(msg, model, abort, callDeadline(call));
+      forwardHeaders(request.parameters as Record<string, unknown>, Object.entries(call.metadata.getMap()), ctx.forwardHeader);
+      pending = ctx.core.infer(request);
     } catch (err) {
       return settle(err);
     }

@@ -1,5 +1,6 @@
 import type { handleBidiStreamingCall } from '@grpc/grpc-js';
 import { Cancellation } from '../../cancellation';
+import { forwardHeaders } from '../forward-headers';
 import { TritonError, toTritonError } from '../../errors';
 import type { InferenceResponse } from '../../model/inference';
 import type { TrackedCall } from './call-tracker';
@@ -57,7 +58,7 @@ export function modelStreamInfer(ctx: GrpcContext): handleBidiStreamingCall<Mode
       if (closed) return;
       const abort = new Cancellation();
       pending.add(abort);
-      answer(ctx, msg, abort, write).then(() => {
+      answer(ctx, msg, abort, write, call.metadata.getMap()).then(() => {
         pending.delete(abort);
         endIfDone();
       });
@@ -80,10 +81,17 @@ export function modelStreamInfer(ctx: GrpcContext): handleBidiStreamingCall<Mode
 }
 
 /** Runs one request of the stream, writing its response(s); never rejects: failures become `error_message` responses. */
-async function answer(ctx: GrpcContext, msg: ModelInferRequestMessage, cancellation: Cancellation, write: (m: ModelStreamInferResponseMessage) => void): Promise<void> {
+async function answer(
+  ctx: GrpcContext,
+  msg: ModelInferRequestMessage,
+  cancellation: Cancellation,
+  write: (m: ModelStreamInferResponseMessage) => void,
+  metadata: Record<string, string | Buffer>,
+): Promise<void> {
   try {
     const model = ctx.core.repository.get(msg.model_name, msg.model_version);
     const request = decodeGrpcInfer(msg, model, cancellation);
+    forwardHeaders(request.parameters as Record<string, unknown>, Object.entries(metadata), ctx.forwardHeader);
     if (!model.config.decoupled) {
       const response = await ctx.core.infer(request);
       write({ error_message: '', infer_response: encodeGrpcInfer(response, FINAL) });

@@ -5,6 +5,7 @@ import type { InferenceRequest, InferenceResponse, NamedTensor } from '../../mod
 import type { Model } from '../../model/model';
 import { decodeJsonData, encodeJsonData } from '../../tensor/json-codec';
 import { parseJson } from '../../tensor/lossless-json';
+import { forwardHeaders, headerMatcher } from '../forward-headers';
 import { parseParameters } from '../parameters';
 import type { ServerCore } from '../server-core';
 import { readBody } from './body';
@@ -23,6 +24,7 @@ export async function handleGenerate(core: ServerCore, model: Model, req: http.I
   if (encoding !== 'identity') throw new TritonError('INVALID_ARGUMENT', "Unsupported content-encoding, only 'identity' is supported.");
   const body = await readBody(req, core.config.httpMaxInputSize);
   const request = decodeGenerate(body.toString('utf8'), model, core.config.jsonMaxDepth, cancellation);
+  forwardHeaders(request.parameters as Record<string, unknown>, Object.entries(req.headers), headerMatcher(core.config.httpHeaderForwardPattern, 'httpHeaderForwardPattern'));
   const responses: AsyncIterable<InferenceResponse & { final?: boolean }> = model.config.decoupled
     ? core.inferStream(request)
     : (async function* () {

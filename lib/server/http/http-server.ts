@@ -5,6 +5,7 @@ import { Cancellation } from '../../cancellation';
 import { TritonError, toTritonError } from '../../errors';
 import type { ServerCore } from '../server-core';
 import { compress, negotiateEncoding, readBody } from './body';
+import { forwardHeaders, headerMatcher } from '../forward-headers';
 import { handleGenerate } from './generate';
 import { decodeHttpInfer, encodeHttpInfer } from './infer-codec';
 
@@ -20,11 +21,14 @@ export class HttpServer {
   /** Mount your own routes here; they are tried before the server's 404. */
   readonly router: Router;
   private readonly server: http.Server;
+  /** Which request headers become parameters (`httpHeaderForwardPattern`). */
+  private readonly forward: ((name: string) => boolean) | undefined;
   /** Infer exchanges whose response has not been fully written yet. */
   private active = 0;
   private idleWaiters: (() => void)[] = [];
 
   constructor(private readonly core: ServerCore) {
+    this.forward = headerMatcher(core.config.httpHeaderForwardPattern, 'httpHeaderForwardPattern');
     this.router = express.Router();
     this.app = buildApp(core, this.router);
     this.server = http.createServer({ noDelay: true }, (req, res) => this.handle(req, res));
@@ -98,6 +102,7 @@ export class HttpServer {
         throw new TritonError('INVALID_ARGUMENT', `inference header size should be in range (0, ${body.length}), got: ${ihcl}`);
       }
       const decoded = decodeHttpInfer(body, headerLength, model, this.core.config.jsonMaxDepth, cancellation);
+      forwardHeaders(decoded.request.parameters as Record<string, unknown>, Object.entries(req.headers), this.forward);
       const response = await this.core.infer(decoded.request);
       const { json, blobs } = encodeHttpInfer(response, decoded);
       await writeInferResponse(req, res, json, blobs);
