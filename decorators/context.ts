@@ -47,10 +47,29 @@ export interface Scoped<C> {
   readonly dispose: () => void;
 }
 
+/**
+ * The batch's signal, made on first read: reading a request's `signal` makes an AbortSignal, which the server
+ * only creates for callables that look at it (it costs microseconds per request on the hot path).
+ */
+function lazySignal(requests: readonly Request[]): { get: () => AbortSignal; dispose: () => void } {
+  let made: { signal: AbortSignal; dispose: () => void } | undefined;
+  return {
+    get: () => (made ??= allAborted(requests.map((r) => r.signal))).signal,
+    dispose: () => made?.dispose(),
+  };
+}
+
 /** The context of a raw call over `requests`. */
 export function requestsContext(requests: readonly Request[], instance: InstanceContext | undefined): Scoped<TritonContext> {
-  const { signal, dispose } = allAborted(requests.map((r) => r.signal));
-  return { context: { instance, requests, signal }, dispose };
+  const signal = lazySignal(requests);
+  const context: TritonContext = {
+    instance,
+    requests,
+    get signal() {
+      return signal.get();
+    },
+  };
+  return { context, dispose: signal.dispose };
 }
 
 /** The context of a batch over `requests` (whose rows are `rows`), inheriting instance and batch parameters from `base`. */
@@ -59,16 +78,18 @@ export function batchContext(
   rows: readonly number[],
   base: { readonly instance: InstanceContext | undefined; readonly batchParameters?: Readonly<Record<string, ParameterValue>> },
 ): Scoped<BatchContext> {
-  const { signal, dispose } = allAborted(requests.map((r) => r.signal));
+  const signal = lazySignal(requests);
   const context: BatchContext = {
     instance: base.instance,
     requests,
     rows,
     parameters: requests.map((r) => r.parameters),
     batchParameters: base.batchParameters ?? {},
-    signal,
+    get signal() {
+      return signal.get();
+    },
   };
-  return { context, dispose };
+  return { context, dispose: signal.dispose };
 }
 
 /** True if `v` looks like a batch context (what `@batch` passes); batch-level decorators refuse anything else. */

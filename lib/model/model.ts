@@ -279,7 +279,8 @@ export class Model {
    */
   private prepare(req: InferenceRequest) {
     if (!this.ready) throw new TritonError('MODEL_NOT_READY', `Request for unavailable model: '${this.name}' is not ready`);
-    const prefix = `[request id: ${req.id || '<id_unknown>'}] `;
+    // Built only when an error message needs it.
+    const prefix = () => `[request id: ${req.id || '<id_unknown>'}] `;
     const { inputs, rows, batchKey } = this.validateInputs(req, prefix);
     const requestedOutputs = this.validateRequestedOutputs(req, prefix);
     const start = performance.now();
@@ -293,7 +294,7 @@ export class Model {
         timer = setTimeout(() => {
           // Still queued: the queue's own timeout error. Running: the deadline ends it, and the callable sees the signal.
           cancellation.abort(new TritonError('UNAVAILABLE', 'Request timeout expired'));
-          reject(new TritonError('DEADLINE_EXCEEDED', `${prefix}Request timeout expired after ${Math.round(timeoutMs)} ms`));
+          reject(new TritonError('DEADLINE_EXCEEDED', `${prefix()}Request timeout expired after ${Math.round(timeoutMs)} ms`));
         }, Math.max(0, timeoutMs));
       });
       deadline.catch(() => {}); // only raced: never an unhandled rejection
@@ -330,32 +331,32 @@ export class Model {
     };
   }
 
-  private validateInputs(req: InferenceRequest, prefix: string): { inputs: Record<string, Tensor>; rows: number; batchKey: string } {
+  private validateInputs(req: InferenceRequest, prefix: () => string): { inputs: Record<string, Tensor>; rows: number; batchKey: string } {
     const inputs: Record<string, Tensor> = {};
     let rows = -1;
     const keyParts: string[] = [];
     for (const { name, tensor: t } of req.inputs) {
       const spec = this.inputByName.get(name);
-      if (!spec) throw invalid(`${prefix}unexpected inference input '${name}' for model '${this.name}'`);
-      if (name in inputs) throw invalid(`${prefix}input '${name}' was given more than once for model '${this.name}'`);
+      if (!spec) throw invalid(`${prefix()}unexpected inference input '${name}' for model '${this.name}'`);
+      if (name in inputs) throw invalid(`${prefix()}input '${name}' was given more than once for model '${this.name}'`);
       if (t.dtype !== spec.dtype) {
-        throw invalid(`${prefix}inference input '${name}' data-type is '${t.dtype}', but model '${this.name}' expects '${spec.dtype}'`);
+        throw invalid(`${prefix()}inference input '${name}' data-type is '${t.dtype}', but model '${this.name}' expects '${spec.dtype}'`);
       }
       let dims = t.shape;
       if (this.maxBatchSize > 0) {
         const batch = t.shape[0];
         if (batch === undefined) {
-          throw invalid(`${prefix}inference input '${name}' for model '${this.name}' has no batch dimension; expected shape [-1,${spec.shape.join(',')}]`);
+          throw invalid(`${prefix()}inference input '${name}' for model '${this.name}' has no batch dimension; expected shape [-1,${spec.shape.join(',')}]`);
         }
         if (rows === -1) rows = batch;
         else if (batch !== rows) {
-          throw invalid(`${prefix}inference input '${name}' batch size ${batch} does not match the batch size ${rows} of the other inputs for model '${this.name}'`);
+          throw invalid(`${prefix()}inference input '${name}' batch size ${batch} does not match the batch size ${rows} of the other inputs for model '${this.name}'`);
         }
         dims = t.shape.slice(1);
       }
       if (!shapeMatches(dims, spec.shape)) {
         const expected = this.maxBatchSize > 0 ? [-1, ...spec.shape] : spec.shape;
-        throw invalid(`${prefix}unexpected shape for input '${name}' for model '${this.name}'. Expected [${expected.join(',')}], got [${t.shape.join(',')}]`);
+        throw invalid(`${prefix()}unexpected shape for input '${name}' for model '${this.name}'. Expected [${expected.join(',')}], got [${t.shape.join(',')}]`);
       }
       inputs[name] = t;
       keyParts.push(`${name}:${dims.join(',')}`);
@@ -365,14 +366,14 @@ export class Model {
       const required = this.inputs.filter((s) => !s.optional).length;
       const got = Object.keys(inputs);
       throw invalid(
-        `${prefix}expected ${required} inputs but got ${got.length} inputs for model '${this.name}'. ` +
+        `${prefix()}expected ${required} inputs but got ${got.length} inputs for model '${this.name}'. ` +
           `Got input(s) [${got.map((n) => `'${n}'`).join(', ')}], but missing required input(s) [${missing.map((n) => `'${n}'`).join(', ')}]. ` +
           'Please provide all required input(s).',
       );
     }
     if (this.maxBatchSize > 0) {
       if (rows < 1 || rows > this.maxBatchSize) {
-        throw invalid(`${prefix}inference request batch-size must be <= ${this.maxBatchSize} for '${this.name}'` + (rows < 1 ? ` and >= 1, got ${rows}` : ''));
+        throw invalid(`${prefix()}inference request batch-size must be <= ${this.maxBatchSize} for '${this.name}'` + (rows < 1 ? ` and >= 1, got ${rows}` : ''));
       }
     } else {
       rows = 1;
@@ -380,40 +381,40 @@ export class Model {
     return { inputs, rows, batchKey: keyParts.sort().join('|') };
   }
 
-  private validateRequestedOutputs(req: InferenceRequest, prefix: string): readonly string[] {
+  private validateRequestedOutputs(req: InferenceRequest, prefix: () => string): readonly string[] {
     if (req.requestedOutputs === undefined || req.requestedOutputs.length === 0) return this.allOutputNames;
     for (const name of req.requestedOutputs) {
-      if (!this.outputByName.has(name)) throw invalid(`${prefix}unexpected inference output '${name}' for model '${this.name}'`);
+      if (!this.outputByName.has(name)) throw invalid(`${prefix()}unexpected inference output '${name}' for model '${this.name}'`);
     }
     return req.requestedOutputs;
   }
 
   /** Checks one raw response against the output specs and orders it as the request asked. */
   private validateOutputs(request: Request, response: Response): NamedTensor[] {
-    const prefix = `[request id: ${request.id || '<id_unknown>'}] `;
+    const prefix = () => `[request id: ${request.id || '<id_unknown>'}] `;
     const requested = request.requestedOutputs;
     const rows = this.maxBatchSize > 0 ? (Object.values(request.inputs)[0]?.shape[0] ?? 0) : 1;
     if (typeof response !== 'object' || response === null) {
-      throw failed(`${prefix}model '${this.name}': the callable returned ${response === null ? 'null' : typeof response} instead of an object of outputs`);
+      throw failed(`${prefix()}model '${this.name}': the callable returned ${response === null ? 'null' : typeof response} instead of an object of outputs`);
     }
     if (this.strict) {
       for (const name of Object.keys(response)) {
-        if (!this.outputByName.has(name)) throw failed(`${prefix}model '${this.name}': the callable returned output '${name}', which the model does not declare`);
+        if (!this.outputByName.has(name)) throw failed(`${prefix()}model '${this.name}': the callable returned output '${name}', which the model does not declare`);
       }
     }
     return requested.map((name) => {
       const spec = this.outputByName.get(name) as NamedTensorSpec;
       const value = response[name];
-      if (value === undefined) throw failed(`${prefix}model '${this.name}': output '${name}' is missing from the callable's response`);
-      const t = toTensor(value, spec, `${prefix}model '${this.name}', output '${name}'`);
+      if (value === undefined) throw failed(`${prefix()}model '${this.name}': output '${name}' is missing from the callable's response`);
+      const t = toTensor(value, spec, `${prefix()}model '${this.name}', output '${name}'`);
       if (this.maxBatchSize > 0 && t.shape[0] !== rows) {
-        throw failed(`${prefix}model '${this.name}', output '${name}': batch size ${t.shape[0] ?? 'none'} does not match the request's batch size ${rows}`);
+        throw failed(`${prefix()}model '${this.name}', output '${name}': batch size ${t.shape[0] ?? 'none'} does not match the request's batch size ${rows}`);
       }
       if (this.strict) {
         const dims = this.maxBatchSize > 0 ? t.shape.slice(1) : t.shape;
         if (!shapeMatches(dims, spec.shape)) {
           const expected = this.maxBatchSize > 0 ? [-1, ...spec.shape] : spec.shape;
-          throw failed(`${prefix}model '${this.name}', output '${name}': shape [${t.shape.join(',')}] does not match the declared [${expected.join(',')}]`);
+          throw failed(`${prefix()}model '${this.name}', output '${name}': shape [${t.shape.join(',')}] does not match the declared [${expected.join(',')}]`);
         }
       }
       return { name, tensor: t };
