@@ -1,0 +1,65 @@
+/** The models the ONNX benchmark serves and runs directly, and the inputs both sides get. */
+import * as path from 'node:path';
+import { ocrModelFiles } from '../../examples/ocr/ocr-model-files';
+import { testValues } from '../scheduler/kserve';
+
+export type ModelKey = 'mlp' | 'rec';
+
+/** maxBatchSize of the served benchmark models. */
+export const MAX_BATCH = 64;
+
+export interface BenchModel {
+  key: ModelKey;
+  /** Model name on our server. */
+  served: string;
+  path: string;
+  input: string;
+  output: string;
+  /** Input shape of one row (after the batch dim). */
+  row: number[];
+  describe: string;
+}
+
+export function benchModels(root: string): Record<ModelKey, BenchModel> {
+  return {
+    mlp: {
+      key: 'mlp',
+      served: 'mlp_bench',
+      path: path.join(root, 'test', 'fixtures', 'onnx', 'mlp_1024x4.onnx'),
+      input: 'x',
+      output: 'y',
+      row: [1024],
+      describe: 'mlp_1024x4 (test/fixtures/onnx, 4 × 1024×1024 MatMul+Relu)',
+    },
+    rec: {
+      key: 'rec',
+      served: 'rec_bench',
+      path: ocrModelFiles().recognition,
+      input: 'x',
+      output: 'softmax_11.tmp_0',
+      row: [3, 48, 320],
+      describe: 'OCR recognizer (PP-OCRv4 rec, x [N,3,48,320] → [N,40,6625])',
+    },
+  };
+}
+
+/** The input of a batch: the same values on both sides. */
+export function batchInput(model: BenchModel, batch: number): { shape: number[]; data: Float32Array } {
+  const shape = [batch, ...model.row];
+  return { shape, data: testValues(shape.reduce((a, b) => a * b, 1), 3) };
+}
+
+/** The session options of our ONNX instances (OnnxRunner.create with intraOpNumThreads: 1). */
+export const SESSION_OPTIONS = {
+  executionProviders: ['cpu'],
+  intraOpNumThreads: 1,
+  interOpNumThreads: 1,
+  graphOptimizationLevel: 'all',
+} as const;
+
+/** A small fingerprint of an output, to check that both sides compute the same thing. */
+export function fingerprint(data: Float32Array): { first: number[]; sum: number } {
+  let sum = 0;
+  for (let i = 0; i < data.length; i++) sum += data[i] as number;
+  return { first: Array.from(data.subarray(0, 8)), sum };
+}

@@ -1,0 +1,330 @@
+/**
+ * ONNX Runtime models benchmark: models served through tstriton (HTTP, binary tensors, one worker instance with
+ * one intra-op thread) against the same models run directly with onnxruntime-node (same session options, same
+ * batch sizes), measured in the same run, back to back in every round, medians over rounds. Also the OCR
+ * pipeline's images/s through the `ocr` model at concurrency 1 and 8.
+ *
+ *   npm run build && node dist/bench/onnx/run.js [--rounds 3 --cells mlp:8,mlp:16,mlp:64,rec:4,rec:8 --target-ms 1000
+ *                                                 --profile --no-write]
+ *
+ * Count windows, not time windows: a sample is K batches (K ≈ target-ms of model work, at least 3) after a
+ * warm-up, so a slow model's throughput is not rounded to whole batches. Served throughput is measured at c=2
+ * (the next request is received and decoded while the worker runs the current one); the per-batch overhead at
+ * c=1 (served p50 latency − direct median run time) is reported too.
+ * Results are printed and written to the onnx block of docs/performance.md.
+ */
+import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { bytesElement, binaryRequest, fp32Bytes, fp32Of, inferOnce, rawRequest, type Payload } from '../scheduler/kserve';
+import { ChildProc, LoadGen, fmtInt, isoDate, log, machine, measure, median, range, repoRoot, runMain, usageDelta, writeDocBlock, type Sample } from '../scheduler/harness';
+import type { LoadSpec } from '../scheduler/loadgen';
+import { summarizeProfiles } from '../scheduler/profile-top';
+import type { DirectCall, DirectResult } from './direct';
+import { batchInput, benchModels, fingerprint, MAX_BATCH, type BenchModel, type ModelKey } from './models';
+
+const START = '<!-- onnx:start -->';
+const END = '<!-- onnx:end -->';
+const WATCHDOG_MS = 235_000;
+const BAR = 0.9;
+const OCR_TEXT = 'HELLO WORLD 2026';
+
+interface Options {
+  rounds: number;
+  cells: { model: ModelKey; batch: number }[];
+  targetMs: number;
+  profile: boolean;
+  write: boolean;
+}
+
+function parseOptions(argv: string[]): Options {
+  const o: Options = {
+    rounds: 3,
+    cells: [
+      { model: 'mlp', batch: 8 },
+      { model: 'mlp', batch: 16 },
+      { model: 'mlp', batch: 64 },
+      { model: 'rec', batch: 4 },
+      { model: 'rec', batch: 8 },
+    ],
+    targetMs: 1000,
+    profile: false,
+    write: true,
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const next = () => {
+      const v = argv[++i];
+      if (v === undefined) throw new Error(`${a} needs a value`);
+      return v;
+    };
+    if (a === '--rounds') o.rounds = Number(next());
+    else if (a === '--target-ms') o.targetMs = Number(next());
+    else if (a === '--cells') {
+      o.cells = next()
+        .split(',')
+        .map((c) => {
+          const [model, batch] = c.split(':');
+          if ((model !== 'mlp' && model !== 'rec') || !(Number(batch) >= 1 && Number(batch) <= MAX_BATCH)) throw new Error(`bad cell ${c}: use mlp:N or rec:N, N ≤ ${MAX_BATCH}`);
+          return { model, batch: Number(batch) };
+        });
+    } else if (a === '--profile') {
+      o.profile = true;
+      o.write = false;
+    } else if (a === '--no-write') o.write = false;
+    else throw new Error(`unknown option ${a}`);
+  }
+  if (!(o.rounds >= 1 && o.rounds <= 7) || !(o.targetMs >= 100 && o.targetMs <= 3000)) throw new Error('keep --rounds in 1..7 and --target-ms in 100..3000');
+  return o;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+interface Cell {
+  model: BenchModel;
+  batch: number;
+  payload: Payload;
+  /** Batches per sample. */
+  k: number;
+  direct: DirectSample[];
+  served: { itemsPerS: number; sample: Sample }[];
+  servedC1: Sample[];
+}
+
+interface DirectSample {
+  itemsPerS: number;
+  medianMs: number;
+  /** Per batch (warm-up included): the direct process's CPU time and run-queue wait, ms. */
+  cpuMs: number;
+  waitMs: number;
+}
+
+interface OcrRuns {
+  c1: Sample[];
+  c8: Sample[];
+  direct: number[][];
+}
+
+function servedPayload(m: BenchModel, batch: number): Payload {
+  const { shape, data } = batchInput(m, batch);
+  return binaryRequest(m.served, [{ name: m.input, datatype: 'FP32', shape, bytes: fp32Bytes(data) }], [m.output]);
+}
+
+function ocrPayload(root: string): Payload {
+  const png = readFileSync(path.join(root, 'test', 'fixtures', 'ocr', 'hello-world.png'));
+  return binaryRequest('ocr', [{ name: 'IMAGE', datatype: 'BYTES', shape: [1], bytes: bytesElement(png) }]);
+}
+
+/** Both sides agree: the first values and the sum of the output, to FP32 rounding. */
+function sameOutput(a: { first: number[]; sum: number }, b: { first: number[]; sum: number }): boolean {
+  const close = (x: number, y: number, tol: number) => Math.abs(x - y) <= tol * Math.max(1, Math.abs(x), Math.abs(y));
+  return a.first.length === b.first.length && a.first.every((x, i) => close(x, b.first[i] as number, 1e-4)) && close(a.sum, b.sum, 1e-3);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Report
+
+const ms = (x: number) => (Math.abs(x) >= 100 ? x.toFixed(0) : Math.abs(x) >= 10 ? x.toFixed(1) : x.toFixed(2));
+const signed = (x: number) => `${x >= 0 ? '+' : ''}${ms(x)}`;
+
+function report(o: Options, cells: Cell[], ocr: OcrRuns, startedAt: Date, loads: [number, number], elapsedS: number): { text: string; allMet: boolean } {
+  let allMet = true;
+  const rows = cells.map((c) => {
+    const direct = median(c.direct.map((d) => d.itemsPerS));
+    const served = median(c.served.map((s) => s.itemsPerS));
+    const ratio = served / direct;
+    const perRound = c.served.map((s, i) => s.itemsPerS / (c.direct[i] as DirectSample).itemsPerS);
+    const met = ratio >= BAR;
+    allMet &&= met;
+    const directMs = median(c.direct.map((d) => d.medianMs));
+    const c1 = median(c.servedC1.map((s) => s.p50)) / 1000;
+    const overheadC1 = median(c.servedC1.map((s, i) => s.p50 / 1000 - (c.direct[i] as DirectSample).medianMs));
+    const overheadTput = (1000 * c.batch) / served - (1000 * c.batch) / direct;
+    return (
+      `| ${c.model.key} | ${c.batch} | ${c.k} | ${fmtInt(direct)} | ${fmtInt(served)} | ${ratio.toFixed(3)}×${perRound.length > 1 ? ` (${range(perRound, 3)})` : ''} | ≥ ${BAR}× ${met ? 'met' : '**not met**'} |` +
+      ` ${ms(directMs)} | ${ms(c1)} | ${signed(overheadC1)} | ${signed(overheadTput)} |`
+    );
+  });
+  const cpuRows = cells.map((c) => {
+    const batches = c.k + 2;
+    const perBatch = (f: (s: Sample) => number) => median(c.served.map((x) => f(x.sample) / 1e6 / batches));
+    const directCpu = median(c.direct.map((d) => d.cpuMs));
+    const worker = perBatch((s) => s.usage.busiest[0]);
+    const wall = median(c.served.map((x) => (1000 * c.batch) / x.itemsPerS));
+    return (
+      `| ${c.model.key} | ${c.batch} | ${ms(median(c.direct.map((d) => d.medianMs)))} | ${ms(directCpu)} | ${ms(median(c.direct.map((d) => d.waitMs)))} | ${ms(wall)} | ${ms(worker)} |` +
+      ` ${ms(perBatch((s) => s.usage.busiest[1]))} | ${ms(perBatch((s) => s.usage.main[0]))} | ${ms(perBatch((s) => s.usage.main[1]))} | ${(directCpu / worker).toFixed(3)}× |`
+    );
+  });
+  const readings = cells.map((c) => {
+    const batches = c.k + 2;
+    const perBatch = (f: (s: Sample) => number) => median(c.served.map((x) => f(x.sample) / 1e6 / batches));
+    const directWall = median(c.direct.map((d) => d.medianMs));
+    const servedWall = median(c.served.map((x) => (1000 * c.batch) / x.itemsPerS));
+    const extraCpu = perBatch((s) => s.usage.busiest[0]) - median(c.direct.map((d) => d.cpuMs));
+    return (
+      `${c.model.key} batch ${c.batch}: served ${ms(servedWall)} ms per batch vs direct ${ms(directWall)} ms (${signed(servedWall - directWall)}); the worker used` +
+      ` ${signed(extraCpu)} ms CPU compared with the direct run and waited ${ms(perBatch((s) => s.usage.busiest[1]))} ms for a CPU; the main thread,` +
+      ` which must run for the next batch to be handed over, waited ${ms(perBatch((s) => s.usage.main[1]))} ms.`
+    );
+  });
+  const ocrRow = (label: string, s: Sample[]) =>
+    `| ${label} | ${median(s.map((x) => x.rps)).toFixed(2)} | ${ms(median(s.map((x) => x.p50)) / 1000)} | ${ms(median(s.map((x) => x.p99)) / 1000)} |`;
+  const directOcr = ocr.direct.map((t) => (1000 * t.length) / t.reduce((a, b) => a + b, 0));
+  const models = benchModels(repoRoot());
+  const text = [
+    '## ONNX Runtime models',
+    '',
+    `Measured ${isoDate(startedAt)} by \`node dist/bench/onnx/run.js\` (bench/onnx/run.ts, ${elapsedS.toFixed(0)} s) on ${machine()};`,
+    `1-minute load average ${loads[0].toFixed(1)} before the run and ${loads[1].toFixed(1)} after it (other work shared the machine).`,
+    '',
+    '**Served vs direct** (items/s = rows per second; medians over rounds; "per round" = range of the paired ratios):',
+    '',
+    '| model | batch | batches per sample | direct items/s | served items/s (c=2) | served / direct | bar | direct ms/batch | served c=1 p50 ms | overhead per batch at c=1, ms | overhead per batch from throughput, ms |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |',
+    ...rows,
+    '',
+    '**Where the time went**, ms per batch (medians over rounds; from /proc/<pid>/task/*/schedstat: CPU = time on a CPU,',
+    'waiting = time runnable but waiting for a CPU, i.e. the machine was busy). The served worker thread runs the model; the',
+    'main thread does HTTP, validation, scheduling and the hand-off. At c=2 the two overlap, so with a free core for the main',
+    'thread the served time per batch is the worker CPU plus the hand-off, and the ratio tends to the last column.',
+    '',
+    '| model | batch | direct wall | direct CPU | direct waiting | served wall (c=2) | served worker CPU | served worker waiting | served main CPU | served main waiting | direct CPU ÷ served worker CPU |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...cpuRows,
+    '',
+    ...readings.map((r) => `- ${r}`),
+    '',
+    '**OCR pipeline** (`ocr` model: `test/fixtures/ocr/hello-world.png`, 640×160, one text line, through ocr_det and ocr_rec; medians over rounds):',
+    '',
+    '| | images/s | p50 ms | p99 ms |',
+    '| --- | ---: | ---: | ---: |',
+    ocrRow('served, c=1', ocr.c1),
+    ocrRow('served, c=8', ocr.c8),
+    `| reference: the same pipeline in one process, no server, sequential | ${median(directOcr).toFixed(2)} | ${ms(median(ocr.direct.map((t) => median(t))))} | – |`,
+    '',
+    '**Method.**',
+    `- Models: ${models.mlp.describe}; ${models.rec.describe}. Inputs: deterministic values in [−1, 1], the same bytes on both sides;`,
+    '  both sides are checked once to give the same output (first values and sum) before anything is measured.',
+    '- *Served*: bench/onnx/server.ts, `new Triton({ httpPort: 0, allowGrpc: false, allowMetrics: false })` with each model bound as',
+    `  \`onnxModel({ path, maxBatchSize: ${MAX_BATCH}, intraOpNumThreads: 1 })\` and \`config: { batcher: null }\` (one worker instance;`,
+    "  each request runs alone, so a batch is exactly the request's rows). Requests: binary input, `binary_data: true` output,",
+    '  from bench/scheduler/loadgen.ts (raw keep-alive sockets) in its own process. Throughput at c=2 (the next request is',
+    '  received while the worker runs the current one), latency at c=1.',
+    "- *Direct*: bench/onnx/direct.ts, a separate process running `await session.run(feeds, [output])` in a loop on its main thread,",
+    "  with our instances' session options (cpu provider, 1 intra-op thread, 1 inter-op thread, all graph optimizations).",
+    `- Each sample is K batches (K ≈ ${o.targetMs} ms of model work, at least 3) after 1–2 warm-up batches. ${o.rounds} rounds; in each, direct, served c=2`,
+    '  and served c=1 run back to back, in reverse order every other round. The overhead per batch at c=1 is the paired (same',
+    '  round) served p50 − direct median; from throughput it is batch/served − batch/direct.',
+    '- OCR: `bindOcr(triton, { threads: 1 })` (examples/ocr/model.ts): ocr_det (maxBatchSize 4) and ocr_rec (maxBatchSize 32) with',
+    '  a 2 ms queue delay, the `ocr` pipeline with 8 in-process instances; request IMAGE BYTES [1] in binary, JSON outputs; the',
+    `  answer is checked to read "${OCR_TEXT}". Count windows (c=1: 12 images, c=8: 32 images after 8). The reference runs`,
+    '  `runOcr` with in-process sessions (same options) in the direct process.',
+    '- Nothing is pinned to a CPU; the machine (2 vCPU) was shared with other work.',
+    `- Bar: served throughput ≥ ${BAR}× direct at every batch size measured.`,
+  ].join('\n');
+  return { text, allMet };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const o = parseOptions(process.argv.slice(2));
+  const startedAt = new Date();
+  const loadBefore = os.loadavg()[0] as number;
+  const root = repoRoot();
+  const models = benchModels(root);
+  const profDir = path.join(os.tmpdir(), 'tstriton-bench-onnx-prof');
+  if (o.profile) {
+    rmSync(profDir, { recursive: true, force: true });
+    mkdirSync(profDir, { recursive: true });
+  }
+  log(`bench:onnx: ${machine()}; ${o.rounds} rounds; cells ${o.cells.map((c) => `${c.model}:${c.batch}`).join(', ')}`);
+
+  const [server, direct] = await Promise.all([
+    ChildProc.start('ours', path.join(__dirname, 'server.js'), [], o.profile ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []),
+    ChildProc.start('direct', path.join(__dirname, 'direct.js')),
+  ]);
+  const load = LoadGen.start();
+  const runDirect = (c: DirectCall) => direct.call<DirectResult>(c);
+  const spec = (payload: Payload, connections: number, warmupCount: number, count: number): LoadSpec => ({
+    port: server.port,
+    request: rawRequest(payload, server.port).toString('base64'),
+    connections,
+    warmupCount,
+    count,
+  });
+
+  // Check both sides, and size each cell's samples from a first direct timing.
+  const cells: Cell[] = [];
+  for (const { model, batch } of o.cells) {
+    const m = models[model];
+    const payload = servedPayload(m, batch);
+    const d = await runDirect({ kind: 'model', model, batch, warmup: 1, count: 2 });
+    const served = fingerprint(fp32Of((await inferOnce(server.port, payload)).get(m.output)));
+    if (!d.fingerprint || !sameOutput(served, d.fingerprint)) {
+      throw new Error(`${model} batch ${batch}: served ${JSON.stringify(served)} != direct ${JSON.stringify(d.fingerprint)}`);
+    }
+    const k = Math.max(3, Math.min(200, Math.round(o.targetMs / Math.min(...d.times))));
+    cells.push({ model: m, batch, payload, k, direct: [], served: [], servedC1: [] });
+  }
+  const ocrReq = ocrPayload(root);
+  const ocrServed = ((await inferOnce(server.port, ocrReq)).get('TEXTS')?.data ?? []).join(' ');
+  const ocrDirect = (await runDirect({ kind: 'ocr', warmup: 0, count: 1 })).texts?.join(' ') ?? '';
+  if (!ocrServed.includes(OCR_TEXT) || !ocrDirect.includes(OCR_TEXT)) throw new Error(`OCR read "${ocrServed}" (served) and "${ocrDirect}" (direct), expected "${OCR_TEXT}"`);
+  log(`bench:onnx: served and direct outputs agree; OCR reads "${ocrServed}"; batches per sample: ${cells.map((c) => `${c.model.key}:${c.batch}=${c.k}`).join(', ')}`);
+
+  const ocr: OcrRuns = { c1: [], c8: [], direct: [] };
+  for (let r = 0; r < o.rounds; r++) {
+    for (const c of cells) {
+      const what = `${c.model.key} b${c.batch}`;
+      const steps: (() => Promise<void>)[] = [
+        async () => {
+          const before = await direct.usage();
+          const d = await runDirect({ kind: 'model', model: c.model.key, batch: c.batch, warmup: 1, count: c.k });
+          const u = usageDelta(before, await direct.usage());
+          const total = d.times.reduce((a, b) => a + b, 0);
+          const batches = c.k + 1;
+          c.direct.push({ itemsPerS: (1000 * c.batch * d.times.length) / total, medianMs: median(d.times), cpuMs: u.runNs / 1e6 / batches, waitMs: u.waitNs / 1e6 / batches });
+        },
+        async () => {
+          const s = await measure(load, server, spec(c.payload, 2, 2, c.k), `${what} served c=2`);
+          c.served.push({ itemsPerS: s.rps * c.batch, sample: s });
+        },
+        async () => {
+          c.servedC1.push(await measure(load, server, spec(c.payload, 1, 1, c.k), `${what} served c=1`));
+        },
+      ];
+      for (const step of r % 2 === 0 ? steps : [...steps].reverse()) await step();
+      const d = c.direct[r] as DirectSample;
+      const s = c.served[r] as { itemsPerS: number };
+      const su = (c.served[r] as { sample: Sample }).sample.usage;
+      const per = (ns: number) => ms(ns / 1e6 / (c.k + 2));
+      log(
+        `  round ${r + 1} ${what.padEnd(8)} direct ${fmtInt(d.itemsPerS).padStart(6)} items/s (${ms(d.medianMs)} ms/batch, cpu ${ms(d.cpuMs)} wait ${ms(d.waitMs)})  served ${fmtInt(s.itemsPerS).padStart(6)} items/s (worker cpu ${per(su.busiest[0])} wait ${per(su.busiest[1])}, main cpu ${per(su.main[0])} wait ${per(su.main[1])})  ratio ${(s.itemsPerS / d.itemsPerS).toFixed(3)}  c=1 p50 ${ms((c.servedC1[r] as Sample).p50 / 1000)} ms`,
+      );
+    }
+    const steps: (() => Promise<void>)[] = [
+      async () => void ocr.c1.push(await measure(load, server, spec(ocrReq, 1, 2, 12), 'ocr c=1')),
+      async () => void ocr.c8.push(await measure(load, server, spec(ocrReq, 8, 8, 32), 'ocr c=8')),
+      async () => void ocr.direct.push((await runDirect({ kind: 'ocr', warmup: 1, count: 6 })).times),
+    ];
+    for (const step of r % 2 === 0 ? steps : [...steps].reverse()) await step();
+    const dt = ocr.direct[r] as number[];
+    log(
+      `  round ${r + 1} ocr      served c=1 ${(ocr.c1[r] as Sample).rps.toFixed(2)} images/s  c=8 ${(ocr.c8[r] as Sample).rps.toFixed(2)} images/s  direct ${((1000 * dt.length) / dt.reduce((a, b) => a + b, 0)).toFixed(2)} images/s`,
+    );
+  }
+
+  load.exit();
+  await Promise.all([server.stop(), direct.stop()]);
+  const { text, allMet } = report(o, cells, ocr, startedAt, [loadBefore, os.loadavg()[0] as number], (Date.now() - startedAt.getTime()) / 1000);
+  process.stdout.write(`\n${text}\n`);
+  if (o.profile) {
+    for (const f of readdirSync(profDir).filter((x) => x.endsWith('.cpuprofile'))) process.stdout.write(`\n${f}\n${summarizeProfiles([path.join(profDir, f)], 20)}`);
+  }
+  if (o.write) log(`bench:onnx: wrote ${path.relative(root, writeDocBlock(START, END, text))} (onnx block)`);
+  log(`bench:onnx: ${allMet ? 'all bars met' : 'some bars NOT met'} (${((Date.now() - startedAt.getTime()) / 1000).toFixed(0)} s)`);
+}
+
+runMain('bench:onnx', WATCHDOG_MS, main);

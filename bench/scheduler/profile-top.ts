@@ -1,0 +1,110 @@
+/**
+ * The functions with the most self time in V8 `.cpuprofile` files (from `--profile`, which runs our server
+ * under `node --cpu-prof`: one file per thread).
+ *
+ *   node dist/bench/scheduler/profile-top.js FILE.cpuprofile [more...] [--top N]
+ */
+import { readFileSync } from 'node:fs';
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+interface Profile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/** Self time by function, summed over the files, as text lines: share of the busy (non-idle) time. */
+export function summarizeProfiles(files: readonly string[], top = 30): string {
+  const self = new Map<string, number>();
+  let total = 0;
+  for (const file of files) {
+    const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
+    const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+    profile.samples.forEach((id, i) => {
+      const dt = profile.timeDeltas[i] ?? 0;
+      const f = byId.get(id)?.callFrame;
+      if (!f) return;
+      const where = f.url ? `${f.url.replace(/^.*\/(node_modules|dist)\//, '$1/')}:${f.lineNumber + 1}` : '';
+      const key = `${f.functionName || '(anonymous)'} ${where}`.trim();
+      self.set(key, (self.get(key) ?? 0) + dt);
+      total += dt;
+    });
+  }
+  const idle = self.get('(idle)') ?? 0;
+  const busy = total - idle;
+  const lines = [`total ${(total / 1000).toFixed(0)} ms, idle ${((idle / total) * 100).toFixed(1)} %; shares of the busy time:`];
+  for (const [k, v] of [...self].filter(([k]) => k !== '(idle)').sort((a, b) => b[1] - a[1]).slice(0, top)) {
+    lines.push(`${((v / busy) * 100).toFixed(1).padStart(5)} %  ${k}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+const STARTUP = new Set(['Module._load', 'compileForInternalLoader', 'wrapSafe', 'loadExport', 'initOrt']);
+
+/**
+ * Busy time by the code responsible (start-up, i.e. module loading, left out): each sample goes to the nearest frame of ours up its stack (by directory:
+ * lib/server/http, lib/scheduler, ...; bench and example code by file), else to Node's own code by module, else
+ * to GC or native code. Shows which part of the server a request's time goes to.
+ */
+export function summarizeByArea(files: readonly string[]): string {
+  const areas = new Map<string, number>();
+  let busy = 0;
+  for (const file of files) {
+    const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
+    const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+    const parent = new Map<number, number>();
+    for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+    const areaOf = new Map<number, string>();
+    const classify = (id: number): string => {
+      const known = areaOf.get(id);
+      if (known) return known;
+      let area: string | undefined;
+      let nodeArea: string | undefined;
+      for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
+        const frame = byId.get(cur)?.callFrame;
+        // Loading modules is start-up, not serving: left out.
+        if (frame && STARTUP.has(frame.functionName)) {
+          areaOf.set(id, '(start-up)');
+          return '(start-up)';
+        }
+        if (area) continue;
+        const url = frame?.url ?? '';
+        const m = /\/dist\/(lib\/[^/]+(?:\/[^/]+(?=\/))?|bench\/[^/]+\/[^/]+|examples\/[^/]+\/[^/]+|decorators)/.exec(url);
+        if (m) area = m[1] as string;
+        else if (!nodeArea && url.startsWith('node:')) nodeArea = `node: ${url.slice(5).replace(/^internal\//, '').split('/')[0]}`;
+        else if (!nodeArea && url.includes('node_modules/')) nodeArea = `npm: ${url.split('node_modules/').pop()?.split('/')[0]}`;
+      }
+      const f = byId.get(id)?.callFrame.functionName ?? '';
+      const result = area ?? nodeArea ?? (f === '(garbage collector)' || f === '(program)' || f === '(idle)' ? f : `native: ${f || '(anonymous)'}`);
+      areaOf.set(id, result);
+      return result;
+    };
+    profile.samples.forEach((id, i) => {
+      const area = classify(id);
+      if (area === '(idle)' || area === '(start-up)') return;
+      const dt = profile.timeDeltas[i] ?? 0;
+      areas.set(area, (areas.get(area) ?? 0) + dt);
+      busy += dt;
+    });
+  }
+  const lines = [`busy ${(busy / 1000).toFixed(0)} ms (start-up left out), by the nearest code responsible:`];
+  for (const [k, v] of [...areas].sort((a, b) => b[1] - a[1]).slice(0, 20)) lines.push(`${((v / busy) * 100).toFixed(1).padStart(5)} %  ${k}`);
+  return `${lines.join('\n')}\n`;
+}
+
+if (require.main === module) {
+  const args = process.argv.slice(2);
+  const t = args.indexOf('--top');
+  const top = t >= 0 ? Number(args[t + 1]) : 30;
+  const files = args.filter((_, i) => i !== t && i !== t + 1);
+  if (files.length === 0) {
+    process.stderr.write('usage: profile-top FILE.cpuprofile [more...] [--top N]\n');
+    process.exit(1);
+  }
+  process.stdout.write(summarizeProfiles(files, top));
+  process.stdout.write(summarizeByArea(files));
+}
