@@ -83,6 +83,8 @@ export function concatBatch<D extends DataType>(parts: readonly Tensor<D>[]): Te
     for (const p of parts) for (const e of p.data as Uint8Array[]) out.push(e);
     return { dtype: first.dtype, shape, data: out as TensorData<D> };
   }
+  const adjacent = contiguousView(parts);
+  if (adjacent) return { dtype: first.dtype, shape, data: adjacent as TensorData<D> };
   const Ctor = DTYPES[first.dtype].array as unknown as new (n: number) => { set(a: ArrayLike<unknown>, o: number): void };
   let total = 0;
   for (const p of parts) total += p.data.length;
@@ -93,6 +95,24 @@ export function concatBatch<D extends DataType>(parts: readonly Tensor<D>[]): Te
     offset += p.data.length;
   }
   return { dtype: first.dtype, shape, data: out as unknown as TensorData<D> };
+}
+
+/**
+ * When the parts already lie back to back in one buffer (as a batch arriving in a worker does), the
+ * concatenation is a view over them: no copy.
+ */
+function contiguousView(parts: readonly Tensor[]): ArrayBufferView | undefined {
+  const first = parts[0]?.data as ArrayBufferView & { length: number; BYTES_PER_ELEMENT: number };
+  let end = first.byteOffset + first.byteLength;
+  let length = first.length;
+  for (let i = 1; i < parts.length; i++) {
+    const d = (parts[i] as Tensor).data as ArrayBufferView & { length: number };
+    if (d.buffer !== first.buffer || d.byteOffset !== end) return undefined;
+    end += d.byteLength;
+    length += d.length;
+  }
+  const Ctor = first.constructor as new (buffer: ArrayBufferLike, byteOffset: number, length: number) => ArrayBufferView;
+  return new Ctor(first.buffer, first.byteOffset, length);
 }
 
 interface NumericView {

@@ -141,3 +141,17 @@ describe('batch helpers', () => {
     expect(tensor('BYTES', [2], ['a', 'b']).data[1]).toEqual(Buffer.from('b'));
   });
 });
+
+describe('concatBatch over adjacent parts', () => {
+  it('returns a view when the parts lie back to back in one buffer, and copies otherwise', () => {
+    const buffer = new Float32Array([1, 2, 3, 4, 5, 6]);
+    const a = tensor('FP32', [1, 2], buffer.subarray(0, 2));
+    const b = tensor('FP32', [2, 2], buffer.subarray(2, 6));
+    const joined = concatBatch([a, b]);
+    expect(joined.data.buffer).toBe(buffer.buffer);
+    expect([...joined.data]).toEqual([1, 2, 3, 4, 5, 6]);
+    const apart = concatBatch([b, a]);
+    expect(apart.data.buffer).not.toBe(buffer.buffer);
+    expect([...apart.data]).toEqual([3, 4, 5, 6, 1, 2]);
+  });
+});
