@@ -32,6 +32,45 @@ export interface ClientInferResponse {
   readonly outputs: readonly NamedTensor[];
 }
 
+/** Settings of one streamed request. */
+export interface StreamSettings {
+  /** Aborting ends the iteration with CANCELLED and stops the request on the wire. */
+  readonly signal?: AbortSignal;
+  /** HTTP headers, or gRPC metadata. */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** The whole stream fails with DEADLINE_EXCEEDED after this many milliseconds; unbounded when undefined. */
+  readonly timeoutMs?: number;
+  /** The iteration fails with DEADLINE_EXCEEDED when it waits longer than this for the next response. */
+  readonly responseTimeoutMs: number;
+}
+
+/** The declared datatype and shape of an output, for protocols whose answers carry only values. */
+export interface OutputSpec {
+  readonly name: string;
+  readonly datatype: string;
+  /** The shape of one response's output, `-1` for variable dims (the batch dim, if any, set to 1). */
+  readonly shape: readonly number[];
+}
+
+/** One streamed inference request: one request, zero or more responses. */
+export interface ClientStreamRequest extends ClientInferRequest {
+  /**
+   * The outputs to decode (the requested ones), for the HTTP generate extension whose events carry bare
+   * values; gRPC responses describe their outputs themselves.
+   */
+  readonly outputSpecs: readonly OutputSpec[];
+  /** The model is decoupled: SSE events carry no final mark, so only a non-decoupled model's one response is known final. */
+  readonly decoupled: boolean;
+}
+
+/** One response of a streamed request. */
+export interface ClientStreamResponse {
+  readonly id: string;
+  readonly outputs: readonly NamedTensor[];
+  /** The server marked it as the request's last response. */
+  readonly final: boolean;
+}
+
 /** What `ModelClient` needs from a protocol: KServe v2 over HTTP or gRPC. */
 export interface ClientTransport {
   /** The URL the transport talks to, for messages. */
@@ -43,5 +82,10 @@ export interface ClientTransport {
   /** The model config in its JSON form (snake_case, `TYPE_*` enums, numbers), as `GET .../config` returns it. */
   modelConfig(name: string, version: string, settings: CallSettings): Promise<ModelConfigJson>;
   infer(request: ClientInferRequest, settings: CallSettings): Promise<ClientInferResponse>;
+  /**
+   * Streams one request's responses: gRPC ModelStreamInfer, or the HTTP generate extension's SSE. Nothing is
+   * sent until the first `next()`; ending the iteration early cancels the request on the server.
+   */
+  stream(request: ClientStreamRequest, settings: StreamSettings): AsyncIterable<ClientStreamResponse>;
   close(): void;
 }

@@ -1,4 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
+import type { ParameterValue } from '../callable';
 import type { ModelConfigJson } from '../config/triton-model-config';
 import { GrpcStatus, TritonError } from '../errors';
 import type { NamedTensor } from '../model/inference';
@@ -10,13 +11,15 @@ import type {
   ModelInferResponseMessage,
   ModelMetadataResponseMessage,
   ModelRequestMessage,
+  ModelStreamInferResponseMessage,
 } from '../server/grpc/messages';
 import { loadProtos } from '../server/grpc/protos';
 import { decodeTensorContents } from '../server/grpc/tensor-contents';
 import { decodeBinary, encodeBinary } from '../tensor/binary-codec';
 import { isDataType } from '../tensor/dtype';
 import { ClientError, abortedError } from './client-error';
-import type { CallSettings, ClientInferRequest, ClientInferResponse, ClientTransport } from './client-transport';
+import type { CallSettings, ClientInferRequest, ClientInferResponse, ClientStreamRequest, ClientStreamResponse, ClientTransport, StreamSettings } from './client-transport';
+import { guardedStream, type WireStream } from './guarded-stream';
 
 /** KServe v2 over gRPC (`inference.GRPCInferenceService`), tensors in `raw_input_contents`. */
 export class GrpcClientTransport implements ClientTransport {
@@ -60,42 +63,62 @@ export class GrpcClientTransport implements ClientTransport {
   }
 
   async infer(request: ClientInferRequest, settings: CallSettings): Promise<ClientInferResponse> {
-    const msg: ModelInferRequestMessage = {
-      model_name: request.modelName,
-      model_version: request.modelVersion,
-      id: request.id ?? '',
-      parameters: toInferParameters(request.parameters ?? {}),
-      inputs: request.inputs.map(({ name, tensor }) => ({ name, datatype: tensor.dtype, shape: tensor.shape as number[] })),
-      outputs: (request.outputs ?? []).map((name) => ({ name })),
-      raw_input_contents: request.inputs.map(({ tensor }) => encodeBinary(tensor)),
-    };
-    const res = await this.unary<ModelInferRequestMessage, ModelInferResponseMessage>('ModelInfer', msg, settings);
-    try {
-      const outputs: NamedTensor[] = res.outputs.map((o, i) => {
-        const what = `output '${o.name}'`;
-        const dtype = o.datatype;
-        if (!isDataType(dtype)) throw new TritonError('INVALID_ARGUMENT', `${what}: unknown datatype ${dtype}`);
-        const shape = o.shape.map(Number);
-        const raw = res.raw_output_contents[i];
-        const data = raw === undefined && o.contents ? decodeTensorContents(dtype, shape, o.contents, what) : decodeBinary(dtype, shape, raw ?? new Uint8Array(0), what);
-        return { name: o.name, tensor: { dtype, shape, data } };
-      });
-      return { id: res.id, modelName: res.model_name, modelVersion: res.model_version, outputs };
-    } catch (err) {
-      throw new ClientError('INTERNAL', `malformed answer from the server: ${(err as Error).message}`, undefined, { cause: err });
-    }
+    const res = await this.unary<ModelInferRequestMessage, ModelInferResponseMessage>('ModelInfer', requestMessage(request), settings);
+    return { id: res.id, modelName: res.model_name, modelVersion: res.model_version, outputs: decodeOutputs(res) };
+  }
+
+  stream(request: ClientStreamRequest, settings: StreamSettings): AsyncIterable<ClientStreamResponse> {
+    return this.streamResponses(request, settings);
   }
 
   close(): void {
     this.client.close();
   }
 
+  /**
+   * One request on its own ModelStreamInfer call, half-closed at once. It asks for the empty final response,
+   * so the last response is always marked even when the model ends its stream without a payload; after it
+   * the call is read to its end (which follows at once) instead of cancelled, so the server finishes the
+   * request on its own.
+   */
+  private async *streamResponses(request: ClientStreamRequest, settings: StreamSettings): AsyncGenerator<ClientStreamResponse, void, undefined> {
+    const msg = requestMessage(request, { triton_enable_empty_final_response: true });
+    let final = false;
+    for await (const m of guardedStream(() => this.openStream(msg, settings), settings, `stream of model '${request.modelName}'`)) {
+      if (final) continue;
+      if (m.error_message) throw new ClientError('INTERNAL', m.error_message);
+      const res = m.infer_response;
+      if (!res) throw new ClientError('INTERNAL', 'malformed answer from the server: a stream response with neither a response nor an error');
+      // As Triton's C++ client: a response without the flag is final.
+      const flag = res.parameters?.triton_final_response;
+      final = flag === undefined || flag.bool_param === true;
+      if (res.outputs.length > 0) yield { id: res.id, outputs: decodeOutputs(res), final };
+    }
+  }
+
+  private openStream(msg: ModelInferRequestMessage, settings: StreamSettings): WireStream<ModelStreamInferResponseMessage> {
+    const def = this.methods.ModelStreamInfer as grpc.MethodDefinition<ModelInferRequestMessage, ModelStreamInferResponseMessage>;
+    const call = this.client.makeBidiStreamRequest(def.path, def.requestSerialize, def.responseDeserialize, metadataOf(settings.headers));
+    // The call's async iterator reads as the loop pulls: grpc-js buffers up to the stream's high-water mark and
+    // then stops reading, so HTTP/2 flow control holds a slow consumer's responses on the server.
+    const messages = call[Symbol.asyncIterator]() as AsyncIterator<ModelStreamInferResponseMessage, undefined>;
+    call.write(msg);
+    call.end();
+    return {
+      next: () =>
+        messages.next().catch((err: unknown) => {
+          const e = err as Partial<grpc.ServiceError>;
+          throw ClientError.fromGrpc(e.code ?? GrpcStatus.UNAVAILABLE, e.details ?? String(e.message ?? err), err);
+        }),
+      cancel: () => call.cancel(),
+    };
+  }
+
   private unary<Req, Res>(rpc: string, request: Req, settings: CallSettings): Promise<Res> {
     const def = this.methods[rpc] as grpc.MethodDefinition<Req, Res>;
     const { signal } = settings;
     if (signal?.aborted) return Promise.reject(abortedError(signal));
-    const metadata = new grpc.Metadata();
-    for (const [k, v] of Object.entries(settings.headers ?? {})) metadata.set(k, v);
+    const metadata = metadataOf(settings.headers);
     return new Promise<Res>((resolve, reject) => {
       let aborted = false;
       const onAbort = (): void => {
@@ -118,6 +141,42 @@ export class GrpcClientTransport implements ClientTransport {
       );
       signal?.addEventListener('abort', onAbort, { once: true });
     });
+  }
+}
+
+function metadataOf(headers: Readonly<Record<string, string>> | undefined): grpc.Metadata {
+  const metadata = new grpc.Metadata();
+  for (const [k, v] of Object.entries(headers ?? {})) metadata.set(k, v);
+  return metadata;
+}
+
+/** A ModelInferRequest with every input in `raw_input_contents`; `extra` parameters on top of the request's. */
+function requestMessage(request: ClientInferRequest, extra?: Readonly<Record<string, ParameterValue>>): ModelInferRequestMessage {
+  return {
+    model_name: request.modelName,
+    model_version: request.modelVersion,
+    id: request.id ?? '',
+    parameters: toInferParameters(extra ? { ...request.parameters, ...extra } : (request.parameters ?? {})),
+    inputs: request.inputs.map(({ name, tensor }) => ({ name, datatype: tensor.dtype, shape: tensor.shape as number[] })),
+    outputs: (request.outputs ?? []).map((name) => ({ name })),
+    raw_input_contents: request.inputs.map(({ tensor }) => encodeBinary(tensor)),
+  };
+}
+
+/** The outputs of a ModelInferResponse, from `raw_output_contents` or, failing that, typed `contents`. */
+function decodeOutputs(res: ModelInferResponseMessage): NamedTensor[] {
+  try {
+    return res.outputs.map((o, i) => {
+      const what = `output '${o.name}'`;
+      const dtype = o.datatype;
+      if (!isDataType(dtype)) throw new TritonError('INVALID_ARGUMENT', `${what}: unknown datatype ${dtype}`);
+      const shape = o.shape.map(Number);
+      const raw = res.raw_output_contents[i];
+      const data = raw === undefined && o.contents ? decodeTensorContents(dtype, shape, o.contents, what) : decodeBinary(dtype, shape, raw ?? new Uint8Array(0), what);
+      return { name: o.name, tensor: { dtype, shape, data } };
+    });
+  } catch (err) {
+    throw new ClientError('INTERNAL', `malformed answer from the server: ${(err as Error).message}`, undefined, { cause: err });
   }
 }
 

@@ -1,6 +1,6 @@
 // The public surface of `tstriton/client`.
 export { ModelClient } from './model-client';
-export type { ModelClientOptions, CallOptions, InferOptions, WaitOptions } from './model-client';
+export type { ModelClientOptions, CallOptions, InferOptions, StreamOptions, StreamResponse, WaitOptions } from './model-client';
 export { ClientError } from './client-error';
 export type { InferInput, InferInputs, InputData } from './infer-inputs';
 export { tensor } from '../tensor/tensor';

@@ -4,7 +4,7 @@ import type { ModelMetadata } from '../model/model';
 import type { Tensor } from '../tensor/tensor';
 import { raceAbort, sleep } from './abortable-wait';
 import { ClientError } from './client-error';
-import type { CallSettings, ClientTransport } from './client-transport';
+import type { CallSettings, ClientTransport, StreamSettings } from './client-transport';
 import { createTransport } from './create-transport';
 import { toNamedTensors, type InferInputs } from './infer-inputs';
 
@@ -42,6 +42,30 @@ export interface InferOptions extends CallOptions {
   id?: string;
 }
 
+/** Options of `stream()`. */
+export interface StreamOptions extends InferOptions {
+  /** The whole stream fails with DEADLINE_EXCEEDED (and is cancelled) after this many seconds; no limit by default. */
+  timeoutSeconds?: number;
+  /**
+   * The iteration fails with DEADLINE_EXCEEDED (and the request is cancelled) when it waits longer than this
+   * for the next response, the first included; the client's `inferenceTimeoutSeconds` by default.
+   */
+  responseTimeoutSeconds?: number;
+}
+
+/** One response of `stream()`. */
+export interface StreamResponse {
+  /** The output tensors by name (without the batch dimension, as `inferSample`). */
+  readonly outputs: Record<string, Tensor>;
+  /** The request id echoed by the server ('' when none was given). */
+  readonly id: string;
+  /**
+   * The server marked this as the request's last response; the iteration ends after it. gRPC marks it
+   * (`triton_final_response`); SSE cannot, so over HTTP only a non-decoupled model's one response is final.
+   */
+  readonly final: boolean;
+}
+
 /** Options of `waitForServer` and `waitForModel`. */
 export interface WaitOptions {
   /** Give up after this many seconds (default: the client's init timeout). */
@@ -53,6 +77,7 @@ export interface WaitOptions {
 interface ModelInfo {
   readonly metadata: ModelMetadata;
   readonly maxBatchSize: number;
+  readonly decoupled: boolean;
 }
 
 const DEFAULT_TIMEOUT_SECONDS = 60;
@@ -130,6 +155,49 @@ export class ModelClient {
     return this.infer(toNamedTensors(inputs, metadata, false), options);
   }
 
+  /**
+   * Streams the responses of one sample, as `inferSample` shapes it: over gRPC with ModelStreamInfer, over HTTP
+   * with the generate extension's `/generate_stream` (Server-Sent Events). A decoupled model sends zero or more
+   * responses, any other model one. Nothing is sent until iteration starts; responses are read as the loop
+   * asks for them, so a slow loop slows the server down rather than buffering. Leaving the loop early
+   * (`break`, `return`, a throw) cancels the request on the server; so do the signal (the iteration fails with
+   * CANCELLED) and the timeouts (DEADLINE_EXCEEDED). An error the model reports mid-stream fails the
+   * iteration with INTERNAL (no status) after the responses before it.
+   *
+   * Over HTTP the generate extension carries JSON values only: inputs are sent as flat values which the server
+   * fits to each input's declared shape, BYTES as UTF-8 text, and FP16/BF16 inputs are refused.
+   */
+  async *stream(inputs: InferInputs, options: StreamOptions = {}): AsyncGenerator<StreamResponse, void, undefined> {
+    const { metadata, maxBatchSize, decoupled } = await raceAbort(this.modelInfo(), options.signal);
+    this.checkOpen();
+    const batched = maxBatchSize > 0;
+    const wanted = options.outputs ? new Set(options.outputs) : undefined;
+    const outputSpecs = metadata.outputs
+      .filter((o) => !wanted || wanted.has(o.name))
+      .map((o) => ({ name: o.name, datatype: o.datatype, shape: batched ? [1, ...o.shape.slice(1)] : o.shape }));
+    const request = {
+      modelName: this.modelName,
+      modelVersion: this.modelVersion,
+      id: options.id,
+      inputs: toNamedTensors(inputs, metadata, batched),
+      outputs: options.outputs,
+      parameters: options.parameters,
+      outputSpecs,
+      decoupled,
+    };
+    const settings: StreamSettings = {
+      signal: options.signal,
+      headers: this.headersFor(options),
+      timeoutMs: options.timeoutSeconds === undefined ? undefined : seconds(options.timeoutSeconds, 'timeoutSeconds'),
+      responseTimeoutMs: options.responseTimeoutSeconds === undefined ? this.inferenceTimeoutMs : seconds(options.responseTimeoutSeconds, 'responseTimeoutSeconds'),
+    };
+    for await (const response of this.transport.stream(request, settings)) {
+      const outputs: Record<string, Tensor> = {};
+      for (const { name, tensor } of response.outputs) outputs[name] = batched ? { dtype: tensor.dtype, shape: tensor.shape.slice(1), data: tensor.data } : tensor;
+      yield { outputs, id: response.id, final: response.final };
+    }
+  }
+
   /** Closes connections; later calls fail with UNAVAILABLE. */
   close(): void {
     if (this.closed) return;
@@ -175,7 +243,8 @@ export class ModelClient {
     const settings = (): CallSettings => ({ timeoutMs: Math.max(1, deadline - Date.now()), headers: this.headers });
     const metadata = await this.transport.modelMetadata(this.modelName, this.modelVersion, settings());
     const config = await this.transport.modelConfig(this.modelName, this.modelVersion, settings());
-    return { metadata, maxBatchSize: Number(config.max_batch_size ?? 0) };
+    const policy = config.model_transaction_policy as { decoupled?: boolean } | undefined;
+    return { metadata, maxBatchSize: Number(config.max_batch_size ?? 0), decoupled: policy?.decoupled === true };
   }
 
   private async waitUntil(what: string, check: (s: CallSettings) => Promise<boolean>, options: WaitOptions): Promise<void> {
@@ -204,7 +273,12 @@ export class ModelClient {
 
   private settings(options: CallOptions, defaultTimeoutMs: number): CallSettings {
     const timeoutMs = options.timeoutSeconds === undefined ? defaultTimeoutMs : seconds(options.timeoutSeconds, 'timeoutSeconds');
-    return { timeoutMs, signal: options.signal, headers: options.headers ? { ...this.headers, ...options.headers } : this.headers };
+    return { timeoutMs, signal: options.signal, headers: this.headersFor(options) };
+  }
+
+  /** The client's headers with the call's on top. */
+  private headersFor(options: CallOptions): Readonly<Record<string, string>> {
+    return options.headers ? { ...this.headers, ...options.headers } : this.headers;
   }
 
   private checkOpen(): void {

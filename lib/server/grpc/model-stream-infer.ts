@@ -30,9 +30,17 @@ export function modelStreamInfer(ctx: GrpcContext): handleBidiStreamingCall<Mode
     const pending = new Set<Cancellation>();
     let clientDone = false;
     let closed = false;
+    let drainWaiters: (() => void)[] = [];
+    const releaseWriters = (): void => {
+      const waiters = drainWaiters;
+      drainWaiters = [];
+      for (const w of waiters) w();
+    };
+    call.on('drain', releaseWriters);
     const close = (): void => {
       closed = true;
       ctx.tracker.delete(tracked);
+      releaseWriters();
     };
     const tracked: TrackedCall = {
       fail(err) {
@@ -50,8 +58,11 @@ export function modelStreamInfer(ctx: GrpcContext): handleBidiStreamingCall<Mode
         call.end();
       }
     };
-    const write = (msg: ModelStreamInferResponseMessage): void => {
-      if (!closed) call.write(msg);
+    // A full write buffer (the client reads slowly: HTTP/2 flow control) returns a promise that settles on
+    // 'drain' or close; a decoupled request awaits it, which pauses its model through its bounded response stream.
+    const write = (msg: ModelStreamInferResponseMessage): Promise<void> | undefined => {
+      if (closed || call.write(msg)) return undefined;
+      return new Promise<void>((resolve) => drainWaiters.push(resolve));
     };
 
     call.on('data', (msg: ModelInferRequestMessage) => {
@@ -85,7 +96,7 @@ async function answer(
   ctx: GrpcContext,
   msg: ModelInferRequestMessage,
   cancellation: Cancellation,
-  write: (m: ModelStreamInferResponseMessage) => void,
+  write: (m: ModelStreamInferResponseMessage) => Promise<void> | undefined,
   metadata: Record<string, string | Buffer>,
 ): Promise<void> {
   try {
@@ -99,14 +110,17 @@ async function answer(
     }
     const emptyFinal = msg.parameters?.triton_enable_empty_final_response?.bool_param === true;
     for await (const event of ctx.core.inferStream(request)) {
-      if (event.outputs.length > 0) write({ error_message: '', infer_response: encodeGrpcInfer(event as InferenceResponse, event.final ? FINAL : NOT_FINAL) });
-      else if (event.final && emptyFinal) write({ error_message: '', infer_response: emptyResponse(msg, FINAL) });
+      let full: Promise<void> | undefined;
+      if (event.outputs.length > 0) full = write({ error_message: '', infer_response: encodeGrpcInfer(event as InferenceResponse, event.final ? FINAL : NOT_FINAL) });
+      else if (event.final && emptyFinal) full = write({ error_message: '', infer_response: emptyResponse(msg, FINAL, model.version) });
+      if (full) await full;
     }
   } catch (err) {
     write({ error_message: toTritonError(err).message, infer_response: emptyResponse(msg, FINAL) });
   }
 }
 
-function emptyResponse(msg: ModelInferRequestMessage, parameters: InferParameterMap): ModelInferResponseMessage {
-  return { model_name: msg.model_name, model_version: msg.model_version ?? '', id: msg.id ?? '', parameters, outputs: [], raw_output_contents: [] };
+/** A response without outputs; the empty final response names the version that ran, as Triton does, not the one asked for ('' = latest). */
+function emptyResponse(msg: ModelInferRequestMessage, parameters: InferParameterMap, version = msg.model_version ?? ''): ModelInferResponseMessage {
+  return { model_name: msg.model_name, model_version: version, id: msg.id ?? '', parameters, outputs: [], raw_output_contents: [] };
 }
