@@ -143,11 +143,19 @@ async function writeInferResponse(req: http.IncomingMessage, res: http.ServerRes
     res.end(head);
     return;
   }
+  // Small bodies go out as one buffer (one write); large ones as their parts, without copying tensors.
+  if (length <= SMALL_BODY) {
+    res.end(Buffer.concat([head, ...blobs], length));
+    return;
+  }
   res.cork();
   res.write(head);
   for (let i = 0; i < blobs.length - 1; i++) res.write(blobs[i]);
   res.end(blobs[blobs.length - 1]);
 }
+
+/** Below this size, copying the response into one buffer is cheaper than a vectored write. */
+const SMALL_BODY = 16 * 1024;
 
 /** Writes Triton's error body `{"error": "..."}` with the status from the error table. */
 export function sendError(res: http.ServerResponse, err: TritonError): void {
