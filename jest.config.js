@@ -1,19 +1,12 @@
-/** Jest runs TypeScript through swc; type-checking is `npm run typecheck`. */
-const swc = [
-  '@swc/jest',
-  {
-    jsc: {
-      target: 'es2022',
-      parser: { syntax: 'typescript', decorators: true },
-      transform: { legacyDecorator: true, decoratorMetadata: true },
-    },
-    module: { type: 'commonjs' },
-  },
-];
-
+/**
+ * Jest runs TypeScript through ts-jest in transpile-only mode (pure JavaScript, no native binaries);
+ * type-checking is `npm run typecheck`.
+ */
 const shared = {
   testEnvironment: 'node',
-  transform: { '^.+\\.ts$': swc },
+  transform: {
+    '^.+\\.ts$': ['ts-jest', { isolatedModules: true, tsconfig: '<rootDir>/tsconfig.json', diagnostics: false }],
+  },
   moduleNameMapper: {
     '^tstriton$': '<rootDir>/lib/index.ts',
     '^tstriton/decorators$': '<rootDir>/decorators/index.ts',
