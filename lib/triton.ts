@@ -175,7 +175,6 @@ export class Triton implements ServerCore, AsyncDisposable {
       onUnrecoverable: (err, m) => this.onUnrecoverable(err, m),
     });
     this.repository.add(model);
-    this.metrics.watch(model);
     if (this.state === 'running') {
       model.load().catch((err: Error) => this.logger.error({ model: modelName, err: err.message }, 'model failed to load'));
     }

@@ -96,9 +96,6 @@ export class Metrics {
     this.registry.registerMetric(new BatchSizeHistogram(repository) as unknown as Metric);
   }
 
-  /** Kept for callers that subscribe models explicitly; every figure is read from the statistics. */
-  watch(_model: Model): void {}
-
   /** The Prometheus text exposition. */
   render(): Promise<string> {
     return this.registry.metrics();

@@ -7,7 +7,7 @@ import type { NamedTensorSpec } from '../config/tensor-spec';
 import type { ModelConfig } from '../config/model-config';
 import { TritonError, UnrecoverableError } from '../errors';
 import type { Instance } from '../instances/instance';
-import { Scheduler, type ExecutionRecord } from '../scheduler/scheduler';
+import { Scheduler } from '../scheduler/scheduler';
 import type { TensorData } from '../tensor/dtype';
 import { checkData, elementCount, tensor, type Tensor } from '../tensor/tensor';
 import type { InferenceRequest, InferenceResponse, NamedTensor } from './inference';
@@ -87,8 +87,6 @@ export class Model {
   readonly configJson: ModelConfigJson;
   readonly metadata: ModelMetadata;
   readonly statistics = new ModelStatistics();
-  /** Called after every execution (metrics subscribe here). */
-  readonly executionListeners: ((record: ExecutionRecord, model: Model) => void)[] = [];
   state: ModelState = 'LOADING';
   /** Why the model failed to load, when it did. */
   loadError: Error | undefined;
@@ -136,7 +134,6 @@ export class Model {
         },
         onExecution: (record) => {
           this.statistics.recordExecution(record);
-          for (const l of this.executionListeners) l(record, this);
         },
       },
     );
