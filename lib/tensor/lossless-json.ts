@@ -3,13 +3,14 @@ import { TritonError } from '../errors';
 /**
  * JSON parsing that keeps integers beyond 2^53 exact, as BigInt.
  *
- * `JSON.parse` rounds such integers, which corrupts INT64/UINT64 data. Texts without a run of 16 or more
- * digits cannot hold one, so they take the fast native path; the rest go through a small parser that
- * returns unsafe integers as BigInt. Both paths enforce a nesting depth limit.
+ * `JSON.parse` rounds such integers, which corrupts INT64/UINT64 data. Texts without an integer literal of
+ * 16 or more digits cannot hold one, so they take the fast native path (fraction digits of floats do not
+ * count); the rest go through a small parser that returns unsafe integers as BigInt. Both paths enforce a
+ * nesting depth limit.
  */
 export function parseJson(text: string, maxDepth: number): unknown {
   let value: unknown;
-  if (!/\d{16}/.test(text)) {
+  if (!LONG_INTEGER.test(text)) {
     try {
       value = JSON.parse(text);
     } catch (err) {
@@ -38,6 +39,9 @@ function tooDeep(maxDepth: number): TritonError {
 }
 
 const NUMBER = /-?(?:0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/y;
+
+/** A run of 16+ digits that is not the fraction or exponent of a number (strings may match: harmless). */
+const LONG_INTEGER = /(?:^|[^\d.eE+-])-?\d{16,}(?![\d.eE])/;
 
 class Parser {
   private pos = 0;

@@ -155,3 +155,10 @@ describe('concatBatch over adjacent parts', () => {
     expect([...apart.data]).toEqual([3, 4, 5, 6, 1, 2]);
   });
 });
+
+describe('parseJson fast path', () => {
+  it('keeps floats with long fractions as numbers and long integers exact', () => {
+    expect(parseJson('{"a":[0.84147098480789650,-1.2345678901234567e-5,3]}', 10)).toEqual({ a: [0.8414709848078965, -1.2345678901234567e-5, 3] });
+    expect(parseJson('[-9223372036854775808,12345678901234567.5]', 10)).toEqual([-9223372036854775808n, 12345678901234568]);
+  });
+});
