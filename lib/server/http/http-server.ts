@@ -119,15 +119,16 @@ export class HttpServer {
 
 async function writeInferResponse(req: http.IncomingMessage, res: http.ServerResponse, json: string, blobs: Uint8Array[]): Promise<void> {
   const encoding = negotiateEncoding(req.headers['accept-encoding'] as string | undefined);
-  const head = Buffer.from(json, 'utf8');
+  const headLength = Buffer.byteLength(json, 'utf8');
   const headers: http.OutgoingHttpHeaders = {};
   if (blobs.length > 0) {
     headers['Content-Type'] = 'application/octet-stream';
-    headers['Inference-Header-Content-Length'] = head.length;
+    headers['Inference-Header-Content-Length'] = headLength;
   } else {
     headers['Content-Type'] = 'application/json';
   }
   if (encoding) {
+    const head = Buffer.from(json, 'utf8');
     const body = await compress(blobs.length > 0 ? Buffer.concat([head, ...blobs]) : head, encoding);
     headers['Content-Encoding'] = encoding;
     headers['Content-Length'] = body.length;
@@ -135,14 +136,16 @@ async function writeInferResponse(req: http.IncomingMessage, res: http.ServerRes
     res.end(body);
     return;
   }
-  let length = head.length;
+  let length = headLength;
   for (const b of blobs) length += b.byteLength;
   headers['Content-Length'] = length;
   res.writeHead(200, headers);
   if (blobs.length === 0) {
-    res.end(head);
+    // A string body goes out in the same write as the headers.
+    res.end(json, 'utf8');
     return;
   }
+  const head = Buffer.from(json, 'utf8');
   // Small bodies go out as one buffer (one write); large ones as their parts, without copying tensors.
   if (length <= SMALL_BODY) {
     res.end(Buffer.concat([head, ...blobs], length));
