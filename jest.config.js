@@ -5,7 +5,7 @@
 const shared = {
   testEnvironment: 'node',
   transform: {
-    '^.+\\.ts$': ['ts-jest', { isolatedModules: true, tsconfig: '<rootDir>/tsconfig.json', diagnostics: false }],
+    '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.json', diagnostics: false }],
   },
   moduleNameMapper: {
     '^tstriton$': '<rootDir>/lib/index.ts',
