@@ -1,5 +1,5 @@
 import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOn } from '../server/listen';
 import { Counter, Gauge, Registry, type Metric, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import type { Model } from '../model/model';
 import type { ModelRepository } from '../model/model-repository';
@@ -166,13 +166,7 @@ export class MetricsServer {
   }
 
   listen(port: number, host: string): Promise<number> {
-    return new Promise((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(port, host, () => {
-        this.server.off('error', reject);
-        resolve((this.server.address() as AddressInfo).port);
-      });
-    });
+    return listenOn(this.server, port, host);
   }
 
   close(): void {

@@ -1,5 +1,5 @@
 import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOn } from '../listen';
 import express, { type Express, type NextFunction, type Router } from 'express';
 import { Cancellation } from '../../cancellation';
 import { TritonError, toTritonError } from '../../errors';
@@ -37,13 +37,7 @@ export class HttpServer {
 
   /** Starts listening; resolves with the bound port. */
   listen(port: number, host: string): Promise<number> {
-    return new Promise((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(port, host, () => {
-        this.server.off('error', reject);
-        resolve((this.server.address() as AddressInfo).port);
-      });
-    });
+    return listenOn(this.server, port, host);
   }
 
   /**
