@@ -2,6 +2,14 @@ import { TritonError } from './errors';
 
 const NOOP = () => {};
 
+/** The key under which a request carries its Cancellation (the server's requests do; a plain object may not). */
+export const CANCELLATION: unique symbol = Symbol('tstriton.cancellation');
+
+/** A request's Cancellation, when it carries one: lets code follow an abort without making an AbortSignal. */
+export function cancellationOf(request: object): Cancellation | undefined {
+  return (request as { [CANCELLATION]?: Cancellation })[CANCELLATION];
+}
+
 /**
  * A request's cancellation: a flag, a reason and plain callbacks, with the standard `AbortSignal` made only
  * when someone asks for it. Creating an AbortSignal for every request costs several microseconds and

@@ -1,6 +1,7 @@
 import { extname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { NEVER_ABORTED, type Request, type Response } from '../callable';
+import { cancellationOf } from '../cancellation';
 import { TritonError, UnrecoverableError } from '../errors';
 import { HealthListeners } from './health-listeners';
 import type { Device, HealthEvent, Instance, InstanceContext } from './instance';
@@ -26,7 +27,7 @@ interface InFlight {
  * Runs the callable in a dedicated worker thread, which loads the user's module and builds the callable
  * there: right for CPU-bound code and for libraries whose calls block their thread (onnxruntime-node).
  *
- * One message per batch each way; tensor buffers are transferred, not cloned (see `TensorMover`). A crashed
+ * One message per batch each way; tensors travel as one column per name, their buffers transferred or copied once (see columns.ts). A crashed
  * worker fails only the batches it was running, turns the instance unhealthy and is restarted: at once the
  * first time, then with a doubling delay while it keeps crashing without completing a batch.
  */
@@ -87,10 +88,16 @@ export class WorkerInstance implements Instance {
         reject(err);
         return;
       }
-      // Signals cannot cross threads: forward each abort as a message to the worker's own AbortController.
+      // Signals cannot cross threads: forward each abort as a message to the worker's own Cancellation.
       requests.forEach((r, index) => {
+        const notify = (reason: unknown) => worker.postMessage({ type: 'abort', id, index, reason: serializeError(reason) } satisfies ToWorker);
+        const c = cancellationOf(r);
+        if (c) {
+          if (!c.aborted) listeners.push(c.onAbort(() => notify(c.reason)));
+          return;
+        }
         if (r.signal === NEVER_ABORTED || r.signal.aborted) return;
-        const onAbort = () => worker.postMessage({ type: 'abort', id, index, reason: serializeError(r.signal.reason) } satisfies ToWorker);
+        const onAbort = () => notify(r.signal.reason);
         r.signal.addEventListener('abort', onAbort, { once: true });
         listeners.push(() => r.signal.removeEventListener('abort', onAbort));
       });
@@ -114,11 +121,11 @@ export class WorkerInstance implements Instance {
   private post(worker: Worker, id: number, requests: readonly Request[]): void {
     let encoded = encodeRequests(requests);
     try {
-      worker.postMessage({ type: 'batch', id, requests: encoded.value } satisfies ToWorker, encoded.transferList);
+      worker.postMessage({ type: 'batch', id, batch: encoded.value } satisfies ToWorker, encoded.transferList);
     } catch (err) {
       if (!isDataCloneError(err)) throw err;
       encoded = encodeRequests(requests, true);
-      worker.postMessage({ type: 'batch', id, requests: encoded.value } satisfies ToWorker, encoded.transferList);
+      worker.postMessage({ type: 'batch', id, batch: encoded.value } satisfies ToWorker, encoded.transferList);
     }
   }
 
@@ -169,7 +176,7 @@ export class WorkerInstance implements Instance {
         const batch = this.take(msg.id);
         if (!batch) return;
         this.failures = 0;
-        batch.resolve(decodeResponses(msg.responses));
+        batch.resolve(decodeResponses(msg.result));
         return;
       }
       case 'error':

@@ -1,5 +1,5 @@
 import type { InferCall, OutputValue, Request, Response } from '../callable';
-import { Cancellation } from '../cancellation';
+import { CANCELLATION, Cancellation } from '../cancellation';
 import { warmupRequests } from './warmup';
 import { ModelStatistics, type FailureReason } from './model-statistics';
 import { buildModelConfigJson, type ModelConfigJson, type ModelDescription } from '../config/triton-model-config';
@@ -44,17 +44,20 @@ export type BlsHandler = (call: InferCall, chain: readonly string[], caller: Can
 /** The request the scheduler and the callable see; its AbortSignal is made only if the callable asks. */
 class ScheduledRequest implements Request {
   infer: Request['infer'];
+  readonly [CANCELLATION]: Cancellation;
 
   constructor(
     readonly inputs: Request['inputs'],
     readonly parameters: Request['parameters'],
     readonly requestedOutputs: readonly string[],
     readonly id: string,
-    private readonly cancellation: Cancellation,
-  ) {}
+    cancellation: Cancellation,
+  ) {
+    this[CANCELLATION] = cancellation;
+  }
 
   get signal(): AbortSignal {
-    return this.cancellation.signal;
+    return this[CANCELLATION].signal;
   }
 }
 

@@ -67,7 +67,7 @@ describe('worker instances', () => {
     expect(checkData('INT64', (b!.m as Tensor).data)).toBeUndefined();
   });
 
-  it('transfers an input that owns its buffer and privately copies a view into a larger one', async () => {
+  it('copies a batch’s small inputs once into one private buffer and moves a large one that owns its buffer', async () => {
     const instance = await startWorker();
     const owned = new Float32Array([1, 2, 3]);
     const body = Buffer.alloc(1 << 16, 7);
@@ -77,14 +77,20 @@ describe('worker instances', () => {
       req({ x: { dtype: 'FP32', shape: [3], data: owned } }),
       req({ x: { dtype: 'FP32', shape: [3], data: view } }),
     ]);
-    // Transferred: detached here, and the worker got exactly that 12-byte buffer.
-    expect(owned.buffer.byteLength).toBe(0);
-    expect(JSON.parse(text(fromOwned!, 'seen')[0]!)).toEqual({ byteOffset: 0, byteLength: 12, bufferByteLength: 12, shared: false });
-    // Copied once: the 64 KiB body is intact here, and the worker got a private 12-byte buffer, not the body.
+    // Copied once, back to back into one 24-byte buffer: the owned array and the 64 KiB body stay intact here.
+    expect(Array.from(owned)).toEqual([1, 2, 3]);
     expect(body.buffer.byteLength).toBeGreaterThanOrEqual(1 << 16);
     expect(Array.from(view)).toEqual([4, 5, 6]);
-    expect(JSON.parse(text(fromView!, 'seen')[0]!)).toEqual({ byteOffset: 0, byteLength: 12, bufferByteLength: 12, shared: false });
+    expect(JSON.parse(text(fromOwned!, 'seen')[0]!)).toEqual({ byteOffset: 0, byteLength: 12, bufferByteLength: 24, shared: false });
+    expect(JSON.parse(text(fromView!, 'seen')[0]!)).toEqual({ byteOffset: 12, byteLength: 12, bufferByteLength: 24, shared: false });
     expect((fromView!.y as Tensor).data).toEqual(new Float32Array([8, 10, 12]));
+
+    // A lone input that owns its buffer is transferred: detached here, and the worker got exactly that buffer.
+    const large = new Float32Array(1 << 14).fill(0.5);
+    const [fromLarge] = await instance.execute([req({ x: { dtype: 'FP32', shape: [large.length], data: large } })]);
+    expect(large.buffer.byteLength).toBe(0);
+    expect(JSON.parse(text(fromLarge!, 'seen')[0]!)).toEqual({ byteOffset: 0, byteLength: 1 << 16, bufferByteLength: 1 << 16, shared: false });
+    expect(((fromLarge!.y as Tensor).data as Float32Array)[100]).toBe(1);
   });
 
   it.each([

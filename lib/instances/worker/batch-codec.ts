@@ -1,9 +1,11 @@
 /** Encodes a batch's requests for the worker and its responses for the main thread, one message each way. */
-import { NEVER_ABORTED, type Request } from '../../callable';
+import type { ParameterValue, Request } from '../../callable';
+import { Cancellation, cancellationOf } from '../../cancellation';
 import type { Tensor } from '../../tensor/tensor';
-import { serializeError } from './error-transfer';
-import type { WireRequest, WireResponse } from './messages';
-import { TensorMover, decodeValue, type WireValue } from './tensor-transfer';
+import { NEVER_ABORTED } from '../../callable';
+import { decodeColumns, encodeColumns, TransferList } from './columns';
+import { deserializeError, serializeError } from './error-transfer';
+import type { WireBatch, WireResult } from './messages';
 
 /** An encoded message part and the buffers to transfer with it. */
 export interface Encoded<T> {
@@ -11,54 +13,103 @@ export interface Encoded<T> {
   readonly transferList: ArrayBuffer[];
 }
 
-/** Encodes requests; their input buffers are transferred (detached here) or privately copied, see TensorMover. */
-export function encodeRequests(requests: readonly Request[], copyAll = false): Encoded<WireRequest[]> {
-  const mover = new TensorMover(copyAll);
-  for (const r of requests) for (const name in r.inputs) mover.noteValue(r.inputs[name], name);
-  const value = requests.map((r): WireRequest => {
-    const inputs: Record<string, WireValue> = {};
-    for (const name in r.inputs) inputs[name] = mover.encode(r.inputs[name], name);
-    const { signal } = r;
-    const base = { inputs, parameters: r.parameters, requestedOutputs: r.requestedOutputs, id: r.id };
-    if (signal === NEVER_ABORTED) return { ...base, abort: 'never' };
-    if (signal.aborted) return { ...base, abort: 'aborted', reason: serializeError(signal.reason) };
-    return { ...base, abort: 'live' };
+/**
+ * Encodes requests: their inputs as columns (see columns.ts), and what is the same for every request once.
+ * `copyAll` copies every buffer instead of moving it (the fallback for untransferable buffers).
+ */
+export function encodeRequests(requests: readonly Request[], copyAll = false): Encoded<WireBatch> {
+  const transfers = new TransferList();
+  const inputs = encodeColumns(
+    requests.map((r) => r.inputs),
+    transfers,
+    copyAll,
+  );
+  const first = requests[0];
+  let parameters: Record<string, ParameterValue>[] | undefined;
+  let ids: string[] | undefined;
+  let outputsVary = false;
+  const live: number[] = [];
+  const aborted: { index: number; reason: ReturnType<typeof serializeError> }[] = [];
+  requests.forEach((r, index) => {
+    if (parameters === undefined && hasKeys(r.parameters)) parameters = requests.map((q) => q.parameters);
+    if (ids === undefined && r.id !== '') ids = requests.map((q) => q.id);
+    if (!outputsVary && first && !sameList(r.requestedOutputs, first.requestedOutputs)) outputsVary = true;
+    const c = cancellationOf(r);
+    if (c ? c.aborted : r.signal.aborted) aborted.push({ index, reason: serializeError(c ? c.reason : r.signal.reason) });
+    else if (c || r.signal !== NEVER_ABORTED) live.push(index);
   });
-  return { value, transferList: mover.transferList };
+  const value: WireBatch = {
+    count: requests.length,
+    inputs,
+    requestedOutputs: outputsVary ? requests.map((r) => r.requestedOutputs) : (first?.requestedOutputs ?? []),
+    outputsVary,
+    ...(parameters && { parameters }),
+    ...(ids && { ids }),
+    ...(live.length > 0 && { live }),
+    ...(aborted.length > 0 && { aborted }),
+  };
+  return { value, transferList: transfers.list };
 }
 
-/** Rebuilds requests in the worker; `signalFor` gives each one its AbortSignal. */
-export function decodeRequests(wire: readonly WireRequest[], signalFor: (index: number, request: WireRequest) => AbortSignal): Request[] {
-  return wire.map((w, i) => {
-    const inputs: Record<string, Tensor> = {};
-    for (const name in w.inputs) inputs[name] = decodeValue(w.inputs[name] as WireValue) as Tensor;
-    return { inputs, parameters: w.parameters, requestedOutputs: w.requestedOutputs, id: w.id, signal: signalFor(i, w) };
-  });
+/** A request rebuilt in the worker; its AbortSignal is made only if the callable asks for it. */
+class WorkerRequest implements Request {
+  constructor(
+    readonly inputs: Readonly<Record<string, Tensor>>,
+    readonly parameters: Readonly<Record<string, ParameterValue>>,
+    readonly requestedOutputs: readonly string[],
+    readonly id: string,
+    readonly cancellation: Cancellation | undefined,
+  ) {}
+
+  get signal(): AbortSignal {
+    return this.cancellation ? this.cancellation.signal : NEVER_ABORTED;
+  }
 }
 
-/** Encodes what a callable returned; output buffers are transferred (detached in the worker) or privately copied. */
-export function encodeResponses(responses: unknown, copyAll = false): Encoded<WireResponse[] | { raw: unknown }> {
-  if (!Array.isArray(responses)) return { value: { raw: responses }, transferList: [] };
-  const mover = new TensorMover(copyAll);
-  for (const r of responses) if (isRecord(r)) for (const name in r) mover.noteValue(r[name], name);
-  const value = responses.map((r: unknown): WireResponse => {
-    if (!isRecord(r)) return { raw: r };
-    const values: Record<string, WireValue> = {};
-    for (const name in r) values[name] = mover.encode(r[name], name);
-    return { values };
-  });
-  return { value, transferList: mover.transferList };
+const NO_PARAMETERS: Readonly<Record<string, ParameterValue>> = Object.freeze({});
+
+/**
+ * Rebuilds requests in the worker, with a Cancellation for each request the main thread may still abort
+ * (`cancellations[i]`, to abort when its notice arrives); those aborted already arrive aborted.
+ */
+export function decodeRequests(wire: WireBatch): { requests: Request[]; cancellations: (Cancellation | undefined)[] } {
+  const inputs = decodeColumns(wire.inputs, wire.count) as Record<string, Tensor>[];
+  const cancellations: (Cancellation | undefined)[] = new Array(wire.count);
+  if (wire.live) for (const i of wire.live) cancellations[i] = new Cancellation();
+  if (wire.aborted) {
+    for (const { index, reason } of wire.aborted) {
+      const c = new Cancellation();
+      c.abort(deserializeError(reason));
+      cancellations[index] = c;
+    }
+  }
+  const requests = inputs.map(
+    (tensors, i) =>
+      new WorkerRequest(
+        tensors,
+        wire.parameters?.[i] ?? NO_PARAMETERS,
+        (wire.outputsVary ? wire.requestedOutputs[i] : wire.requestedOutputs) as readonly string[],
+        wire.ids?.[i] ?? '',
+        cancellations[i],
+      ),
+  );
+  return { requests, cancellations };
+}
+
+/**
+ * Encodes what a callable returned: a list of records as columns, anything else as it is (the main thread's
+ * validation reports it). Output buffers are transferred (detached in the worker) or copied once.
+ */
+export function encodeResponses(responses: unknown, copyAll = false): Encoded<WireResult> {
+  if (!Array.isArray(responses) || !responses.every(isRecord)) return { value: { raw: responses }, transferList: [] };
+  const transfers = new TransferList();
+  const outputs = encodeColumns(responses as Record<string, unknown>[], transfers, copyAll);
+  return { value: { count: responses.length, outputs }, transferList: transfers.list };
 }
 
 /** Rebuilds responses on the main thread (their count is checked by the instance). */
-export function decodeResponses(wire: readonly WireResponse[] | { raw: unknown }): unknown {
-  if (!Array.isArray(wire)) return (wire as { raw: unknown }).raw;
-  return wire.map((w: WireResponse) => {
-    if ('raw' in w) return w.raw;
-    const out: Record<string, unknown> = {};
-    for (const name in w.values) out[name] = decodeValue(w.values[name] as WireValue);
-    return out;
-  });
+export function decodeResponses(wire: WireResult): unknown {
+  return 'raw' in wire ? wire.raw : decodeColumns(wire.outputs, wire.count);
 }
 
 /** True for an error thrown by postMessage when something cannot be cloned or transferred. */
@@ -66,6 +117,18 @@ export function isDataCloneError(err: unknown): boolean {
   if (typeof err !== 'object' || err === null) return false;
   const { name, code } = err as { name?: unknown; code?: unknown };
   return name === 'DataCloneError' || code === 'ERR_INVALID_TRANSFER_OBJECT';
+}
+
+function hasKeys(record: object): boolean {
+  for (const _ in record) return true;
+  return false;
+}
+
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -5,7 +5,7 @@
 import type { ParameterValue } from '../../callable';
 import type { InstanceContext } from '../instance';
 import type { WireError } from './error-transfer';
-import type { WireValue } from './tensor-transfer';
+import type { Column } from './columns';
 
 /** What a worker receives as `workerData`. */
 export interface WorkerInit {
@@ -15,26 +15,29 @@ export interface WorkerInit {
   readonly context: InstanceContext;
 }
 
-/** Whether a request can be aborted: never (it has no signal), not yet, or already. */
-export type AbortState = 'never' | 'live' | 'aborted';
-
-/** One request of a batch on the wire; its `signal` becomes an AbortSignal owned by the worker. */
-export interface WireRequest {
-  readonly inputs: Record<string, WireValue>;
-  readonly parameters: Readonly<Record<string, ParameterValue>>;
-  readonly requestedOutputs: readonly string[];
-  readonly id: string;
-  readonly abort: AbortState;
-  /** Why it was aborted, when `abort` is `'aborted'`. */
-  readonly reason?: WireError;
+/** A batch of requests on the wire: their inputs as columns, and what most requests share sent once. */
+export interface WireBatch {
+  readonly count: number;
+  readonly inputs: readonly Column[];
+  /** The list every request asked for, or (when `outputsVary`) one list per request. */
+  readonly requestedOutputs: readonly string[] | readonly (readonly string[])[];
+  readonly outputsVary: boolean;
+  /** Per request; absent when no request has parameters. */
+  readonly parameters?: readonly Readonly<Record<string, ParameterValue>>[];
+  /** Per request; absent when every id is ''. */
+  readonly ids?: readonly string[];
+  /** Requests the main thread may still abort (an 'abort' message then names one). */
+  readonly live?: readonly number[];
+  /** Requests aborted before the batch was sent, with the reason. */
+  readonly aborted?: readonly { readonly index: number; readonly reason: WireError }[];
 }
 
-/** One response on the wire: its values, or what the callable returned if it was not an object. */
-export type WireResponse = { readonly values: Record<string, WireValue> } | { readonly raw: unknown };
+/** A batch's responses on the wire: as columns, or what the callable returned if it was not a list of records. */
+export type WireResult = { readonly count: number; readonly outputs: readonly Column[] } | { readonly raw: unknown };
 
 /** Main thread → worker. */
 export type ToWorker =
-  | { readonly type: 'batch'; readonly id: number; readonly requests: readonly WireRequest[] }
+  | { readonly type: 'batch'; readonly id: number; readonly batch: WireBatch }
   | { readonly type: 'abort'; readonly id: number; readonly index: number; readonly reason: WireError }
   | { readonly type: 'close' };
 
@@ -42,6 +45,6 @@ export type ToWorker =
 export type FromWorker =
   | { readonly type: 'ready' }
   | { readonly type: 'start-failed'; readonly error: WireError }
-  | { readonly type: 'result'; readonly id: number; readonly responses: readonly WireResponse[] | { readonly raw: unknown } }
+  | { readonly type: 'result'; readonly id: number; readonly result: WireResult }
   | { readonly type: 'error'; readonly id: number; readonly error: WireError }
   | { readonly type: 'closed'; readonly error?: WireError };

@@ -4,12 +4,12 @@
  * batches still running and calls `finalize`.
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
-import { NEVER_ABORTED } from '../../callable';
+import type { Cancellation } from '../../cancellation';
 import { buildCallable, type LoadedCallable } from '../../infer-func';
 import { decodeRequests, encodeResponses, isDataCloneError } from './batch-codec';
 import { deserializeError, serializeError } from './error-transfer';
 import { loadExport } from './load-export';
-import type { FromWorker, ToWorker, WireRequest, WorkerInit } from './messages';
+import type { FromWorker, ToWorker, WireBatch, WorkerInit } from './messages';
 
 function post(port: MessagePort, message: FromWorker, transferList: ArrayBuffer[] = []): void {
   port.postMessage(message, transferList);
@@ -25,17 +25,12 @@ async function main(port: MessagePort, init: WorkerInit): Promise<void> {
     post(port, { type: 'start-failed', error: serializeError(err) });
     return;
   }
-  const running = new Map<number, { controllers: (AbortController | undefined)[]; done: Promise<void> }>();
+  const running = new Map<number, (Cancellation | undefined)[]>();
 
-  const runBatch = async (id: number, wire: readonly WireRequest[], controllers: (AbortController | undefined)[]): Promise<void> => {
+  const runBatch = async (id: number, wire: WireBatch): Promise<void> => {
     try {
-      const requests = decodeRequests(wire, (i, w) => {
-        if (w.abort === 'never') return NEVER_ABORTED;
-        const controller = new AbortController();
-        controllers[i] = controller;
-        if (w.abort === 'aborted') controller.abort(w.reason && deserializeError(w.reason));
-        return controller.signal;
-      });
+      const { requests, cancellations } = decodeRequests(wire);
+      running.set(id, cancellations);
       const responses = await loaded.callable(requests, init.context);
       sendResult(port, id, responses);
     } catch (err) {
@@ -44,9 +39,10 @@ async function main(port: MessagePort, init: WorkerInit): Promise<void> {
       running.delete(id);
     }
   };
+  const pending = new Set<Promise<void>>();
 
   const close = async (): Promise<void> => {
-    await Promise.allSettled([...running.values()].map((r) => r.done));
+    await Promise.allSettled(pending);
     try {
       await loaded.finalize?.();
       post(port, { type: 'closed' });
@@ -58,14 +54,13 @@ async function main(port: MessagePort, init: WorkerInit): Promise<void> {
   port.on('message', (msg: ToWorker) => {
     switch (msg.type) {
       case 'batch': {
-        const controllers: (AbortController | undefined)[] = [];
-        const entry = { controllers, done: Promise.resolve() };
-        running.set(msg.id, entry);
-        entry.done = runBatch(msg.id, msg.requests, controllers);
+        const done = runBatch(msg.id, msg.batch);
+        pending.add(done);
+        void done.finally(() => pending.delete(done));
         break;
       }
       case 'abort':
-        running.get(msg.id)?.controllers[msg.index]?.abort(deserializeError(msg.reason));
+        running.get(msg.id)?.[msg.index]?.abort(deserializeError(msg.reason));
         break;
       case 'close':
         void close();
@@ -79,14 +74,14 @@ async function main(port: MessagePort, init: WorkerInit): Promise<void> {
 function sendResult(port: MessagePort, id: number, responses: unknown): void {
   let encoded = encodeResponses(responses);
   try {
-    post(port, { type: 'result', id, responses: encoded.value }, encoded.transferList);
+    post(port, { type: 'result', id, result: encoded.value }, encoded.transferList);
     return;
   } catch (err) {
     if (!isDataCloneError(err)) throw err;
   }
   encoded = encodeResponses(responses, true);
   try {
-    post(port, { type: 'result', id, responses: encoded.value }, encoded.transferList);
+    post(port, { type: 'result', id, result: encoded.value }, encoded.transferList);
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     throw new Error(`the callable's responses cannot be sent to the main thread (only tensors, plain objects, arrays, strings and numbers can): ${message}`, { cause: err });
