@@ -21,3 +21,15 @@ export function startError(instance: string, err: unknown): Error {
   const message = err instanceof Error ? err.message : String(err);
   return new TritonError(code, `instance ${instance} failed to start: ${message}`, { cause: err });
 }
+
+/**
+ * The rejection of a batch an instance had accepted but not started when it failed (a worker crash): the
+ * scheduler queues its requests again instead of failing them.
+ */
+export class BatchNotStarted extends TritonError {
+  override readonly name: string = 'BatchNotStarted';
+
+  constructor(instance: string, cause: Error) {
+    super('UNAVAILABLE', `instance ${instance} failed before this batch started: ${cause.message}`, { cause });
+  }
+}

@@ -31,6 +31,12 @@ export interface Instance {
   readonly healthy: boolean;
   /** Executions it may run at once; 1 (one batch at a time) when absent. */
   readonly maxConcurrency?: number;
+  /**
+   * Batches it accepts beyond `maxConcurrency`, to start the moment a running one ends (0 when absent). The
+   * scheduler hands them over only when waiting could not make them larger (batching off, or a full batch).
+   * A batch that never started because the instance failed is rejected with `BatchNotStarted`.
+   */
+  readonly prefetch?: number;
   /** Prepares the instance (spawns its worker, calls the callable's `initialize`). */
   start(context: InstanceContext): Promise<void>;
   /** Runs one batch; resolves with one response per request, in order. */

@@ -5,7 +5,7 @@ import { cancellationOf } from '../cancellation';
 import { TritonError, UnrecoverableError } from '../errors';
 import { HealthListeners } from './health-listeners';
 import type { Device, HealthEvent, Instance, InstanceContext } from './instance';
-import { checkResponses, startError } from './instance-errors';
+import { BatchNotStarted, checkResponses, startError } from './instance-errors';
 import { decodeResponses, encodeRequests, isDataCloneError } from './worker/batch-codec';
 import { deserializeError, serializeError } from './worker/error-transfer';
 import type { FromWorker, ToWorker, WorkerInit } from './worker/messages';
@@ -27,11 +27,13 @@ interface InFlight {
  * Runs the callable in a dedicated worker thread, which loads the user's module and builds the callable
  * there: right for CPU-bound code and for libraries whose calls block their thread (onnxruntime-node).
  *
- * One message per batch each way; tensors travel as one column per name, their buffers transferred or copied once (see columns.ts). A crashed
+ * One message per batch each way; the worker runs its batches one after another, in the order they came; tensors travel as one column per name, their buffers transferred or copied once (see columns.ts). A crashed
  * worker fails only the batches it was running, turns the instance unhealthy and is restarted: at once the
  * first time, then with a doubling delay while it keeps crashing without completing a batch.
  */
 export class WorkerInstance implements Instance {
+  /** One batch may wait in the worker's queue, so the worker starts it without a round trip to the scheduler. */
+  readonly prefetch = 1;
   private state: State = 'new';
   private worker: Worker | undefined;
   private context: InstanceContext | undefined;
@@ -79,10 +81,12 @@ export class WorkerInstance implements Instance {
     const worker = this.worker as Worker;
     const id = this.nextId++;
     const listeners: (() => void)[] = [];
+    // A batch that waits behind another is copied, not moved: if the worker dies first, it can be queued again.
+    const waits = this.inFlight.size > 0;
     const responses = await new Promise<unknown>((resolve, reject) => {
       this.inFlight.set(id, { resolve, reject });
       try {
-        this.post(worker, id, requests);
+        this.post(worker, id, requests, waits);
       } catch (err) {
         this.inFlight.delete(id);
         reject(err);
@@ -118,8 +122,8 @@ export class WorkerInstance implements Instance {
   }
 
   /** Encodes and posts one batch; falls back to copying every buffer if one cannot be transferred. */
-  private post(worker: Worker, id: number, requests: readonly Request[]): void {
-    let encoded = encodeRequests(requests);
+  private post(worker: Worker, id: number, requests: readonly Request[], copyAll: boolean): void {
+    let encoded = encodeRequests(requests, copyAll);
     try {
       worker.postMessage({ type: 'batch', id, batch: encoded.value } satisfies ToWorker, encoded.transferList);
     } catch (err) {
@@ -212,7 +216,11 @@ export class WorkerInstance implements Instance {
     );
     this.failures++;
     this.scheduleRestart(error);
-    this.failInFlight(error);
+    // The worker runs its batches in order: the oldest was running; the others had not started.
+    const [running, ...waiting] = [...this.inFlight.values()];
+    this.inFlight.clear();
+    running?.reject(error);
+    for (const b of waiting) b.reject(new BatchNotStarted(this.name, error));
   }
 
   private scheduleRestart(cause: Error): void {

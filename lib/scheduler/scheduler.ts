@@ -1,6 +1,7 @@
 import { TritonError, toTritonError } from '../errors';
 import { NEVER_ABORTED, type Request, type Response, type StreamItem } from '../callable';
 import type { Instance } from '../instances/instance';
+import { BatchNotStarted } from '../instances/instance-errors';
 import { PriorityQueue, type QueuePolicyOptions, type Pending } from './priority-queue';
 import { ResponseStream } from './response-stream';
 import type { Cancellation } from '../cancellation';
@@ -193,9 +194,15 @@ export class Scheduler<T = Response> {
 
   private schedule(): void {
     while (this.queue.size > 0) {
-      const instance = this.freeInstance();
-      if (!instance) return;
-      if (this.shouldWait()) return;
+      let instance = this.freeInstance(false);
+      if (instance) {
+        if (this.shouldWait()) return;
+      } else {
+        // Every instance is busy. A batch that waiting cannot grow may queue inside an instance that prefetches.
+        if (!this.nextBatchIsFull()) return;
+        instance = this.freeInstance(true);
+        if (!instance) return;
+      }
       const batch = this.takeBatch();
       if (batch.length === 0) return;
       this.running.set(instance, (this.running.get(instance) ?? 0) + 1);
@@ -203,14 +210,15 @@ export class Scheduler<T = Response> {
     }
   }
 
-  /** A healthy instance with room for one more execution, preferring the least busy. */
-  private freeInstance(): Instance | undefined {
+  /** A healthy instance with room for one more execution (or, with `prefetch`, one more waiting batch), preferring the least busy. */
+  private freeInstance(prefetch: boolean): Instance | undefined {
     let best: Instance | undefined;
     let bestLoad = Infinity;
     for (const i of this.instances) {
       if (!i.healthy) continue;
       const load = this.running.get(i) ?? 0;
-      if (load < (i.maxConcurrency ?? 1) && load < bestLoad) {
+      const room = (i.maxConcurrency ?? 1) + (prefetch ? (i.prefetch ?? 0) : 0);
+      if (load < room && load < bestLoad) {
         best = i;
         bestLoad = load;
         if (load === 0) break;
@@ -234,6 +242,12 @@ export class Scheduler<T = Response> {
       }, delayMs - waited);
     }
     return true;
+  }
+
+  /** True when waiting could not make the next batch larger: no dynamic batching, or enough rows queued. */
+  private nextBatchIsFull(): boolean {
+    const { dynamicBatching, maxBatchSize } = this.options;
+    return !dynamicBatching || maxBatchSize <= 1 || this.queue.totalRows() >= this.targetRows();
   }
 
   private targetRows(): number {
@@ -290,6 +304,7 @@ export class Scheduler<T = Response> {
         }
       });
     } catch (err) {
+      if (err instanceof BatchNotStarted) return this.requeue(instance, batch, seq);
       inferEnd = now();
       failed = true;
       this.hooks.onExecutionError?.(err, instance);
@@ -325,6 +340,17 @@ export class Scheduler<T = Response> {
     this.running.set(instance, (this.running.get(instance) ?? 1) - 1);
     if (this.options.preserveOrdering) this.deliverInOrder(seq, deliver);
     else deliver();
+    this.schedule();
+    this.notifyDrained();
+  }
+
+  /** Queues again, at the front, the requests of a batch its instance accepted but never started. */
+  private requeue(instance: Instance, batch: Pending[], seq: number): void {
+    this.executing -= batch.length;
+    this.running.set(instance, (this.running.get(instance) ?? 1) - 1);
+    // Its place in the delivery order is given up; the requests get a new one when they run.
+    if (this.options.preserveOrdering) this.deliverInOrder(seq, () => {});
+    this.queue.returnToFront(batch.filter((p) => !p.settled));
     this.schedule();
     this.notifyDrained();
   }

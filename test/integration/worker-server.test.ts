@@ -61,4 +61,35 @@ describe('worker instances behind a real server', () => {
     expect(healthy.every((l) => l.endsWith(' 1'))).toBe(true);
     expect(model.statistics.failures.BACKEND).toBe(1);
   });
+
+  it('runs a request that waited inside a worker which then crashed, instead of failing it', async () => {
+    const solo = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' });
+    solo.bind({
+      modelName: 'solo',
+      inferFunc: workers({ module: ECHO, devices: ['cpu'] }),
+      inputs: [{ name: 'x', dtype: 'FP32', shape: [-1] }],
+      outputs: [{ name: 'y', dtype: 'FP32', shape: [-1] }],
+      config: { batching: false },
+    });
+    await solo.run();
+    try {
+      const send = (action?: string) =>
+        fetch(`http://127.0.0.1:${solo.ports.http}/v2/models/solo/infer`, {
+          method: 'POST',
+          body: JSON.stringify({ parameters: action ? { action } : undefined, inputs: [{ name: 'x', datatype: 'FP32', shape: [3], data: [1, 2, 3] }], outputs: [{ name: 'y' }] }),
+        });
+      const crashing = send('sleep-then-exit');
+      // Sent while the first one runs: the only instance takes it as its next batch.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const waiting = send();
+      const [crashed, served] = await Promise.all([crashing, waiting]);
+      expect(crashed.status).toBe(500);
+      expect(served.status).toBe(200);
+      expect(((await served.json()) as { outputs: { data: number[] }[] }).outputs[0]!.data).toEqual([2, 4, 6]);
+      const stats = solo.repository.get('solo').statistics;
+      expect(stats.failures.BACKEND).toBe(1);
+    } finally {
+      await solo.stop();
+    }
+  });
 });

@@ -4,6 +4,7 @@ import { NEVER_ABORTED, type Request, type Response } from '../../lib/callable';
 import { TritonError, UnrecoverableError } from '../../lib/errors';
 import type { Device, HealthEvent, Instance, InstanceContext } from '../../lib/instances/instance';
 import { WorkerInstance } from '../../lib/instances/worker-instance';
+import { BatchNotStarted } from '../../lib/instances/instance-errors';
 import { workers, type WorkerOptions } from '../../lib/instances/worker-spec';
 import { checkData, type Tensor } from '../../lib/tensor/tensor';
 
@@ -198,6 +199,27 @@ describe('worker instances', () => {
       req({ x: { dtype: 'FP32', shape: [2], data: new Float32Array([2, 3]) } }),
     ]);
     expect(responses.map((r) => Array.from((r.y as Tensor).data as Float32Array))).toEqual([[3], [6, 9]]);
+  });
+
+  it('runs the batches it is given one after another, in order, even when the callable awaits', async () => {
+    const instance = await startWorker();
+    const [[slow], [quick]] = await Promise.all([instance.execute([act('sleep')]), instance.execute([act('stamp')])]);
+    const [, slowEnd] = (slow!.t as Tensor).data as Float64Array;
+    const [quickAt] = (quick!.t as Tensor).data as Float64Array;
+    expect(quickAt!).toBeGreaterThanOrEqual(slowEnd!);
+  });
+
+  it('fails the running batch of a crashed worker and marks the batch waiting behind it as never started', async () => {
+    const instance = await startWorker();
+    const x = new Float32Array([1, 2]);
+    const [crashed, waiting] = await Promise.allSettled([
+      instance.execute([act('sleep-then-exit')]),
+      instance.execute([req({ x: { dtype: 'FP32', shape: [2], data: x } })]),
+    ]);
+    expect((crashed as PromiseRejectedResult).reason.message).toMatch(/the worker thread exited with code 1/);
+    expect((waiting as PromiseRejectedResult).reason).toBeInstanceOf(BatchNotStarted);
+    // Its inputs were copied, not moved, so the scheduler can run it again.
+    expect(Array.from(x)).toEqual([1, 2]);
   });
 
   it('runs two worker instances’ batches at the same time', async () => {

@@ -1,9 +1,10 @@
 /**
  * The entry of a worker-thread instance. It loads the user's module, builds the callable with the instance's
- * context, calls `initialize`, then runs one batch per message until told to close, when it awaits the
- * batches still running and calls `finalize`.
+ * context, calls `initialize`, then runs one batch per message, one after another in the order they came,
+ * until told to close, when it awaits the batches still queued and calls `finalize`.
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
+import type { Request } from '../../callable';
 import type { Cancellation } from '../../cancellation';
 import { buildCallable, type LoadedCallable } from '../../infer-func';
 import { decodeRequests, encodeResponses, isDataCloneError } from './batch-codec';
@@ -25,12 +26,13 @@ async function main(port: MessagePort, init: WorkerInit): Promise<void> {
     post(port, { type: 'start-failed', error: serializeError(err) });
     return;
   }
+  /** Per batch received and not answered, its requests' cancellations (abort notices name them). */
   const running = new Map<number, (Cancellation | undefined)[]>();
+  /** Batches run one after another, in the order they came; this settles when the last one has. */
+  let last: Promise<void> = Promise.resolve();
 
-  const runBatch = async (id: number, wire: WireBatch): Promise<void> => {
+  const runBatch = async (id: number, requests: Request[]): Promise<void> => {
     try {
-      const { requests, cancellations } = decodeRequests(wire);
-      running.set(id, cancellations);
       const responses = await loaded.callable(requests, init.context);
       sendResult(port, id, responses);
     } catch (err) {
@@ -39,10 +41,22 @@ async function main(port: MessagePort, init: WorkerInit): Promise<void> {
       running.delete(id);
     }
   };
-  const pending = new Set<Promise<void>>();
+
+  const enqueue = (id: number, wire: WireBatch): void => {
+    let requests: Request[];
+    try {
+      const decoded = decodeRequests(wire);
+      requests = decoded.requests;
+      running.set(id, decoded.cancellations);
+    } catch (err) {
+      post(port, { type: 'error', id, error: serializeError(err) });
+      return;
+    }
+    last = last.then(() => runBatch(id, requests));
+  };
 
   const close = async (): Promise<void> => {
-    await Promise.allSettled(pending);
+    await last;
     try {
       await loaded.finalize?.();
       post(port, { type: 'closed' });
@@ -53,12 +67,9 @@ async function main(port: MessagePort, init: WorkerInit): Promise<void> {
 
   port.on('message', (msg: ToWorker) => {
     switch (msg.type) {
-      case 'batch': {
-        const done = runBatch(msg.id, msg.batch);
-        pending.add(done);
-        void done.finally(() => pending.delete(done));
+      case 'batch':
+        enqueue(msg.id, msg.batch);
         break;
-      }
       case 'abort':
         running.get(msg.id)?.[msg.index]?.abort(deserializeError(msg.reason));
         break;

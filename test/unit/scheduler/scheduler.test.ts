@@ -1,5 +1,6 @@
 import type { Request, Response } from '../../../lib/callable';
 import type { Instance } from '../../../lib/instances/instance';
+import { BatchNotStarted } from '../../../lib/instances/instance-errors';
 import { Scheduler, type SchedulerOptions } from '../../../lib/scheduler/scheduler';
 
 /** An instance whose executions finish when the test says so, recording each batch's request ids. */
@@ -18,6 +19,25 @@ class GatedInstance implements Instance {
     this.gates.shift()?.();
   }
   async close(): Promise<void> {}
+}
+
+/** A GatedInstance that accepts one batch beyond the one it runs, as a worker instance does. */
+class PrefetchingInstance extends GatedInstance {
+  readonly prefetch = 1;
+  private rejects: ((err: Error) => void)[] = [];
+  override execute(requests: Request[]): Promise<Response[]> {
+    const done = super.execute(requests);
+    return new Promise((resolve, reject) => {
+      this.rejects.push(reject);
+      done.then(resolve, reject);
+    });
+  }
+  /** Fails the oldest batch as a crash does, and every other accepted batch as never started. */
+  crash(): void {
+    const [running, ...waiting] = this.rejects.splice(0);
+    running?.(new Error('worker crashed'));
+    for (const r of waiting) r(new BatchNotStarted(this.name, new Error('worker crashed')));
+  }
 }
 
 function req(id: string, signal = new AbortController().signal): Request {
@@ -157,5 +177,59 @@ describe('Scheduler', () => {
     await expect(s.enqueue(req('a'), 1, 'k')).rejects.toMatchObject({ code: 'INFERENCE_FAILED', message: 'boom' });
     fail = false;
     await expect(s.enqueue(req('b'), 1, 'k')).resolves.toMatchObject({ value: {} });
+  });
+
+  describe('prefetching instances', () => {
+    it('hands a busy instance the next batch when batching is off, so it starts without a round trip', async () => {
+      const inst = new PrefetchingInstance('w');
+      const s = new Scheduler([inst], options({ maxBatchSize: 0, dynamicBatching: false }));
+      const p = ['a', 'b', 'c'].map((id) => s.enqueue(req(id), 1, 'k'));
+      // One running, one waiting inside the instance; the third stays queued.
+      expect(inst.batches).toEqual([['a'], ['b']]);
+      inst.release();
+      await tick();
+      expect(inst.batches).toEqual([['a'], ['b'], ['c']]);
+      inst.release();
+      inst.release();
+      expect((await Promise.all(p)).map((r) => (r.value.id!.data as string[])[0])).toEqual(['a', 'b', 'c']);
+    });
+
+    it('keeps a partial batch queued while the instance is busy, so it can still grow, and hands over a full one', async () => {
+      const inst = new PrefetchingInstance('w');
+      const s = new Scheduler([inst], options({ maxBatchSize: 3 }));
+      const p = [s.enqueue(req('a'), 1, 'k'), s.enqueue(req('b'), 1, 'k'), s.enqueue(req('c'), 1, 'k')];
+      expect(inst.batches).toEqual([['a']]);
+      p.push(s.enqueue(req('d'), 1, 'k'));
+      expect(inst.batches).toEqual([['a'], ['b', 'c', 'd']]);
+      p.push(s.enqueue(req('e'), 1, 'k'));
+      expect(inst.batches).toHaveLength(2);
+      for (let i = 0; i < 3; i++) {
+        inst.release();
+        await tick();
+      }
+      await Promise.all(p);
+      expect(inst.batches).toEqual([['a'], ['b', 'c', 'd'], ['e']]);
+    });
+
+    it('fails only the running batch when the instance crashes and runs the waiting one again', async () => {
+      const inst = new PrefetchingInstance('w');
+      const s = new Scheduler([inst], options({ maxBatchSize: 0, dynamicBatching: false, preserveOrdering: true }));
+      const a = s.enqueue(req('a'), 1, 'k');
+      const b = s.enqueue(req('b'), 1, 'k');
+      expect(inst.batches).toEqual([['a'], ['b']]);
+      inst.crash();
+      await expect(a).rejects.toThrow('worker crashed');
+      await tick();
+      // 'b' went back to the queue and to the instance again.
+      expect(inst.batches).toEqual([['a'], ['b'], ['b']]);
+      const c = s.enqueue(req('c'), 1, 'k');
+      inst.release(); // the crashed 'a'
+      inst.release(); // the abandoned first 'b'
+      inst.release(); // 'b' again
+      await tick();
+      inst.release(); // 'c'
+      expect((await b).value.id!.data).toEqual(['b']);
+      expect((await c).value.id!.data).toEqual(['c']);
+    });
   });
 });
