@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { ocrModelFiles } from '../../examples/ocr/ocr-model-files';
 import { testValues } from '../scheduler/kserve';
 
-export type ModelKey = 'mlp' | 'rec';
+export type ModelKey = 'cnn' | 'mlp' | 'rec';
 
 /** maxBatchSize of the served benchmark models. */
 export const MAX_BATCH = 64;
@@ -22,6 +22,15 @@ export interface BenchModel {
 
 export function benchModels(root: string): Record<ModelKey, BenchModel> {
   return {
+    cnn: {
+      key: 'cnn',
+      served: 'cnn_bench',
+      path: path.join(root, 'test', 'fixtures', 'onnx', 'cnn_32x4.onnx'),
+      input: 'x',
+      output: 'y',
+      row: [3, 32, 32],
+      describe: 'cnn_32x4 (test/fixtures/onnx, compute-bound: 4 × 3×3 Conv+Relu, 32 channels, on 32×32 images, then a global average pool; ≈ 29 M multiply-adds and 12 KB of input per image)',
+    },
     mlp: {
       key: 'mlp',
       served: 'mlp_bench',
@@ -29,7 +38,7 @@ export function benchModels(root: string): Record<ModelKey, BenchModel> {
       input: 'x',
       output: 'y',
       row: [1024],
-      describe: 'mlp_1024x4 (test/fixtures/onnx, 4 × 1024×1024 MatMul+Relu)',
+      describe: 'mlp_1024x4 (test/fixtures/onnx, 4 × 1024×1024 MatMul+Relu: memory-bound at small batches, each batch streams its 16 MB of weights)',
     },
     rec: {
       key: 'rec',

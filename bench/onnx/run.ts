@@ -4,7 +4,7 @@
  * batch sizes), measured in the same run, back to back in every round, medians over rounds. Also the OCR
  * pipeline's images/s through the `ocr` model at concurrency 1 and 8.
  *
- *   npm run build && node dist/bench/onnx/run.js [--rounds 3 --cells mlp:8,mlp:16,mlp:64,rec:4,rec:8 --target-ms 1000
+ *   npm run build && node dist/bench/onnx/run.js [--rounds 3 --cells cnn:1,cnn:8,mlp:8,mlp:16,mlp:64,rec:4,rec:8 --target-ms 1000
  *                                                 --profile --no-write]
  *
  * Count windows, not time windows: a sample is K batches (K ≈ target-ms of model work, at least 3) after a
@@ -41,6 +41,8 @@ function parseOptions(argv: string[]): Options {
   const o: Options = {
     rounds: 3,
     cells: [
+      { model: 'cnn', batch: 1 },
+      { model: 'cnn', batch: 8 },
       { model: 'mlp', batch: 8 },
       { model: 'mlp', batch: 16 },
       { model: 'mlp', batch: 64 },
@@ -65,7 +67,7 @@ function parseOptions(argv: string[]): Options {
         .split(',')
         .map((c) => {
           const [model, batch] = c.split(':');
-          if ((model !== 'mlp' && model !== 'rec') || !(Number(batch) >= 1 && Number(batch) <= MAX_BATCH)) throw new Error(`bad cell ${c}: use mlp:N or rec:N, N ≤ ${MAX_BATCH}`);
+          if ((model !== 'cnn' && model !== 'mlp' && model !== 'rec') || !(Number(batch) >= 1 && Number(batch) <= MAX_BATCH)) throw new Error(`bad cell ${c}: use cnn:N, mlp:N or rec:N, N ≤ ${MAX_BATCH}`);
           return { model, batch: Number(batch) };
         });
     } else if (a === '--profile') {
@@ -204,7 +206,7 @@ function report(o: Options, cells: Cell[], ocr: OcrRuns, startedAt: Date, loads:
     `| reference: the same pipeline in one process, no server, sequential | ${median(directOcr).toFixed(2)} | ${ms(median(ocr.direct.map((t) => median(t))))} | – |`,
     '',
     '**Method.**',
-    `- Models: ${models.mlp.describe}; ${models.rec.describe}. Inputs: deterministic values in [−1, 1], the same bytes on both sides;`,
+    `- Models: ${models.cnn.describe}; ${models.mlp.describe}; ${models.rec.describe}. Inputs: deterministic values in [−1, 1], the same bytes on both sides;`,
     '  both sides are checked once to give the same output (first values and sum) before anything is measured.',
     '- *Served*: bench/onnx/server.ts, `new Triton({ httpPort: 0, allowGrpc: false, allowMetrics: false })` with each model bound as',
     `  \`onnxModel({ path, maxBatchSize: ${MAX_BATCH}, intraOpNumThreads: 1 })\` and \`config: { batcher: null }\` (one worker instance;`,
