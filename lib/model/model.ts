@@ -65,6 +65,76 @@ function cancelReason(reason: unknown): TritonError {
   return reason instanceof TritonError ? reason : new TritonError('CANCELLED', 'request cancelled');
 }
 
+/**
+ * Everything one request needs while it lives: the validated request for the scheduler, a cancellation that
+ * fires when the client goes away, when the request is cancelled, or at its deadline (the `timeout`
+ * parameter, or the transport's deadline), and the cleanup that releases all of it. One object per request
+ * (not a bag of closures): it is made on the hot path.
+ */
+class RequestJob {
+  readonly options: { priority?: number; timeoutMicroseconds?: number; cancellation: Cancellation };
+  private readonly start = performance.now();
+  private readonly unfollow: (() => void) | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private deadline: Promise<never> | undefined;
+  private released = false;
+
+  constructor(
+    private readonly model: Model,
+    req: InferenceRequest,
+    readonly request: ScheduledRequest,
+    readonly rows: number,
+    readonly batchKey: string,
+    private readonly cancellation: Cancellation,
+  ) {
+    this.options = { priority: req.priority, timeoutMicroseconds: req.timeoutMicroseconds, cancellation };
+    this.unfollow = req.signal ? cancellation.follow(req.signal) : undefined;
+    const timeoutMs = req.deadline !== undefined ? req.deadline - Date.now() : req.timeoutMicroseconds ? req.timeoutMicroseconds / 1000 : undefined;
+    if (timeoutMs !== undefined) {
+      this.deadline = new Promise<never>((_, reject) => {
+        this.timer = setTimeout(() => {
+          // Still queued: the queue's own timeout error. Running: the deadline ends it, and the callable sees the signal.
+          cancellation.abort(new TritonError('UNAVAILABLE', 'Request timeout expired'));
+          reject(new TritonError('DEADLINE_EXCEEDED', `[request id: ${req.id || '<id_unknown>'}] Request timeout expired after ${Math.round(timeoutMs)} ms`));
+        }, Math.max(0, timeoutMs));
+      });
+      this.deadline.catch(() => {}); // only raced: never an unhandled rejection
+    }
+  }
+
+  /** Races `work` against the request's deadline, if it has one. */
+  race<V>(work: Promise<V>): Promise<V> {
+    return this.deadline ? Promise.race([work, this.deadline]) : work;
+  }
+
+  elapsedNs(): number {
+    return Math.round((performance.now() - this.start) * 1e6);
+  }
+
+  cancel(): void {
+    this.cancellation.abort();
+  }
+
+  /** A request whose client left (or whose deadline passed) fails even if its callable finished. */
+  throwIfCancelled(): void {
+    if (this.cancellation.aborted) throw cancelReason(this.cancellation.reason);
+  }
+
+  /** A client that went away explains the failure better than what its abort caused downstream. */
+  error(err: unknown): unknown {
+    const { aborted, reason } = this.cancellation;
+    return aborted && (reason as TritonError | undefined)?.code === 'CANCELLED' ? cancelReason(reason) : err;
+  }
+
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.model.jobReleased();
+    if (this.timer) clearTimeout(this.timer);
+    this.unfollow?.();
+  }
+}
+
 /** The kind of every model's metadata JSON (`GET /v2/models/{m}`). */
 export interface ModelMetadata {
   name: string;
@@ -277,58 +347,25 @@ export class Model {
    * when the client goes away, when the request is cancelled, or at its deadline (the `timeout` parameter, or
    * the transport's deadline), and the cleanup that releases all of it.
    */
-  private prepare(req: InferenceRequest) {
+  private prepare(req: InferenceRequest): RequestJob {
     if (!this.ready) throw new TritonError('MODEL_NOT_READY', `Request for unavailable model: '${this.name}' is not ready`);
     // Built only when an error message needs it.
     const prefix = () => `[request id: ${req.id || '<id_unknown>'}] `;
     const { inputs, rows, batchKey } = this.validateInputs(req, prefix);
     const requestedOutputs = this.validateRequestedOutputs(req, prefix);
-    const start = performance.now();
     const cancellation = req.cancellation ?? new Cancellation();
-    const unfollow = req.signal ? cancellation.follow(req.signal) : undefined;
-    const timeoutMs = req.deadline !== undefined ? req.deadline - Date.now() : req.timeoutMicroseconds ? req.timeoutMicroseconds / 1000 : undefined;
-    let timer: NodeJS.Timeout | undefined;
-    let deadline: Promise<never> | undefined;
-    if (timeoutMs !== undefined) {
-      deadline = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
-          // Still queued: the queue's own timeout error. Running: the deadline ends it, and the callable sees the signal.
-          cancellation.abort(new TritonError('UNAVAILABLE', 'Request timeout expired'));
-          reject(new TritonError('DEADLINE_EXCEEDED', `${prefix()}Request timeout expired after ${Math.round(timeoutMs)} ms`));
-        }, Math.max(0, timeoutMs));
-      });
-      deadline.catch(() => {}); // only raced: never an unhandled rejection
-    }
     this.live++;
     this.created++;
     const request = new ScheduledRequest(inputs, req.parameters, requestedOutputs, req.id, cancellation);
     const bls = this.bls;
     if (bls) request.infer = (call) => bls(call, [...(req.chain ?? []), this.name], cancellation);
-    let released = false;
-    return {
-      request,
-      rows,
-      batchKey,
-      options: { priority: req.priority, timeoutMicroseconds: req.timeoutMicroseconds, cancellation },
-      /** Races `work` against the request's deadline, if it has one. */
-      race: <V>(work: Promise<V>): Promise<V> => (deadline ? Promise.race([work, deadline]) : work),
-      elapsedNs: () => Math.round((performance.now() - start) * 1e6),
-      cancel: () => cancellation.abort(),
-      /** A request whose client left (or whose deadline passed) fails even if its callable finished. */
-      throwIfCancelled: () => {
-        if (cancellation.aborted) throw cancelReason(cancellation.reason);
-      },
-      /** A client that went away explains the failure better than what its abort caused downstream. */
-      error: (err: unknown) => (cancellation.aborted && (cancellation.reason as TritonError | undefined)?.code === 'CANCELLED' ? cancelReason(cancellation.reason) : err),
-      release: () => {
-        if (released) return;
-        released = true;
-        this.live--;
-        this.released++;
-        if (timer) clearTimeout(timer);
-        unfollow?.();
-      },
-    };
+    return new RequestJob(this, req, request, rows, batchKey, cancellation);
+  }
+
+  /** @internal Called once by each request's job when it ends. */
+  jobReleased(): void {
+    this.live--;
+    this.released++;
   }
 
   private validateInputs(req: InferenceRequest, prefix: () => string): { inputs: Record<string, Tensor>; rows: number; batchKey: string } {
