@@ -14,7 +14,23 @@ import { dimsOf, sameDims, sliceRows } from './tensor-rows';
  */
 const BATCHED: unique symbol = Symbol('tstriton.batchedInputs');
 
-type Inputs = Record<string, Tensor> & { [BATCHED]?: Set<string> };
+/**
+ * The batched names. A batch of one request holds that request's tensors as plain properties (its
+ * concatenation is the tensor itself), so `sole` is that request: an input no longer identical to the
+ * request's tensor was replaced.
+ */
+interface Batched {
+  readonly names: Set<string>;
+  readonly sole?: Request;
+}
+
+type Inputs = Record<string, Tensor> & { [BATCHED]?: Batched };
+
+/** True if `name` is a batched input of `inputs` (marked so, and not replaced since). */
+function isBatched(inputs: Inputs, batched: Batched, name: string): boolean {
+  if (!batched.names.has(name)) return false;
+  return !batched.sole || inputs[name] === batched.sole.inputs[name];
+}
 
 /** Rows a request contributes: dim 0 of its first input (1 when it has none). */
 export function requestRows(request: Request): number {
@@ -28,11 +44,18 @@ export function requestRows(request: Request): number {
  */
 export function batchInputs(requests: readonly Request[], names: readonly string[], where: string, plain: Record<string, Tensor> = {}): Record<string, Tensor> {
   const out: Inputs = {};
-  const batched = new Set(names);
+  const sole = requests.length === 1 ? (requests[0] as Request) : undefined;
+  const batched: Batched = { names: new Set(names), sole };
   Object.defineProperty(out, BATCHED, { value: batched, enumerable: false });
   for (const name of names) {
+    if (sole) {
+      const t = sole.inputs[name];
+      if (!t) throw new TritonError('INFERENCE_FAILED', `${where}: input "${name}" is missing from ${describeRequest(requests, 0)}`);
+      out[name] = t;
+      continue;
+    }
     let value: Tensor | undefined;
-    defineInput(out, batched, name, () => (value ??= concatParts(requests, name, where)));
+    defineInput(out, batched.names, name, () => (value ??= concatParts(requests, name, where)));
   }
   for (const [name, value] of Object.entries(plain)) out[name] = value;
   return out;
@@ -42,7 +65,7 @@ export function batchInputs(requests: readonly Request[], names: readonly string
 export function replaceInputs(inputs: Record<string, Tensor>, context: BatchContext, replacements: Record<string, Tensor>): Record<string, Tensor> {
   const out: Inputs = {};
   const batched = new Set(batchedNames(inputs, context).filter((n) => !(n in replacements)));
-  Object.defineProperty(out, BATCHED, { value: batched, enumerable: false });
+  Object.defineProperty(out, BATCHED, { value: { names: batched }, enumerable: false });
   for (const name of Object.keys(inputs)) {
     if (name in replacements) continue;
     if (batched.has(name)) defineInput(out, batched, name, () => inputs[name] as Tensor);
@@ -59,7 +82,7 @@ export function replaceInputs(inputs: Record<string, Tensor>, context: BatchCont
 export function partsOf(inputs: Record<string, Tensor>, context: BatchContext, name: string): readonly Tensor[] | undefined {
   const batched = (inputs as Inputs)[BATCHED];
   if (batched) {
-    if (!batched.has(name)) return undefined;
+    if (!isBatched(inputs, batched, name)) return undefined;
     return context.requests.map((r, i) => {
       const t = r.inputs[name];
       if (!t) throw new TritonError('INFERENCE_FAILED', `batch input "${name}" is missing from ${describeRequest(context.requests, i)}`);
@@ -76,7 +99,7 @@ export function partsOf(inputs: Record<string, Tensor>, context: BatchContext, n
 /** The names of the batched inputs, in the inputs object's order. */
 export function batchedNames(inputs: Record<string, Tensor>, context: BatchContext): string[] {
   const batched = (inputs as Inputs)[BATCHED];
-  return Object.keys(inputs).filter((n) => (batched ? batched.has(n) : partsOf(inputs, context, n) !== undefined));
+  return Object.keys(inputs).filter((n) => (batched ? isBatched(inputs, batched, n) : partsOf(inputs, context, n) !== undefined));
 }
 
 /** The inputs passed as plain values (not batched), by name. */

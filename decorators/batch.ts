@@ -1,4 +1,4 @@
-import { TritonError, type Response, type StreamItem } from '../lib';
+import { TritonError, type Request, type Response, type StreamItem } from '../lib';
 import { batchInputs, requestRows } from './batch-inputs';
 import { batchContext, totalRows, type BatchContext, type BatchFn, type BatchOutputs, type StreamingBatchFn } from './context';
 import { makeDecorator } from './decorate';
@@ -21,15 +21,16 @@ export const batch = makeDecorator<BatchFn | StreamingBatchFn>(
     const first = requests[0];
     if (!first) return [];
     const names = Object.keys(first.inputs).sort();
-    requests.forEach((r, i) => {
-      const keys = Object.keys(r.inputs).sort();
-      if (keys.join('\0') !== names.join('\0')) {
+    const joined = names.join('\0');
+    for (let i = 1; i < requests.length; i++) {
+      const keys = Object.keys((requests[i] as Request).inputs).sort();
+      if (keys.join('\0') !== joined) {
         throw new TritonError(
           'INVALID_ARGUMENT',
           `@batch: requests in one batch must carry the same inputs; request 0 has [${names.join(', ')}], request ${i} has [${keys.join(', ')}]`,
         );
       }
-    });
+    }
     const rows = requests.map(requestRows);
     const { context, dispose } = batchContext(requests, rows, { instance });
     let streaming = false;

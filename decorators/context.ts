@@ -48,28 +48,55 @@ export interface Scoped<C> {
 }
 
 /**
- * The batch's signal, made on first read: reading a request's `signal` makes an AbortSignal, which the server
- * only creates for callables that look at it (it costs microseconds per request on the hot path).
+ * The signal of a call over `requests`, made on first read: reading a request's `signal` makes an
+ * AbortSignal, which the server only creates for callables that look at it (it costs microseconds per
+ * request on the hot path). A context derived from another (`derivedContext`) reads its parent's.
  */
-function lazySignal(requests: readonly Request[]): { get: () => AbortSignal; dispose: () => void } {
-  let made: { signal: AbortSignal; dispose: () => void } | undefined;
-  return {
-    get: () => (made ??= allAborted(requests.map((r) => r.signal))).signal,
-    dispose: () => made?.dispose(),
-  };
+class LazySignal {
+  private made: { signal: AbortSignal; dispose: () => void } | undefined;
+
+  constructor(private readonly requests: readonly Request[]) {}
+
+  get signal(): AbortSignal {
+    return (this.made ??= allAborted(this.requests.map((r) => r.signal))).signal;
+  }
+
+  dispose(): void {
+    this.made?.dispose();
+  }
+}
+
+/** A context made by `requestsContext`: plain fields and a signal read from its source. */
+class CallContext implements TritonContext {
+  constructor(
+    readonly instance: InstanceContext | undefined,
+    readonly requests: readonly Request[],
+    protected readonly source: { readonly signal: AbortSignal },
+  ) {}
+
+  get signal(): AbortSignal {
+    return this.source.signal;
+  }
+}
+
+/** A context made by `batchContext` or `derivedContext`. */
+class BatchCallContext extends CallContext implements BatchContext {
+  constructor(
+    instance: InstanceContext | undefined,
+    requests: readonly Request[],
+    readonly rows: readonly number[],
+    readonly parameters: readonly Readonly<Record<string, ParameterValue>>[],
+    readonly batchParameters: Readonly<Record<string, ParameterValue>>,
+    source: { readonly signal: AbortSignal },
+  ) {
+    super(instance, requests, source);
+  }
 }
 
 /** The context of a raw call over `requests`. */
 export function requestsContext(requests: readonly Request[], instance: InstanceContext | undefined): Scoped<TritonContext> {
-  const signal = lazySignal(requests);
-  const context: TritonContext = {
-    instance,
-    requests,
-    get signal() {
-      return signal.get();
-    },
-  };
-  return { context, dispose: signal.dispose };
+  const signal = new LazySignal(requests);
+  return { context: new CallContext(instance, requests, signal), dispose: () => signal.dispose() };
 }
 
 /** The context of a batch over `requests` (whose rows are `rows`), inheriting instance and batch parameters from `base`. */
@@ -78,18 +105,55 @@ export function batchContext(
   rows: readonly number[],
   base: { readonly instance: InstanceContext | undefined; readonly batchParameters?: Readonly<Record<string, ParameterValue>> },
 ): Scoped<BatchContext> {
-  const signal = lazySignal(requests);
-  const context: BatchContext = {
-    instance: base.instance,
-    requests,
-    rows,
-    parameters: requests.map((r) => r.parameters),
-    batchParameters: base.batchParameters ?? {},
-    get signal() {
-      return signal.get();
-    },
-  };
-  return { context, dispose: signal.dispose };
+  const signal = new LazySignal(requests);
+  const parameters = requests.map((r) => r.parameters);
+  const context = new BatchCallContext(base.instance, requests, rows, parameters, base.batchParameters ?? {}, signal);
+  return { context, dispose: () => signal.dispose() };
+}
+
+/**
+ * `context` with some fields replaced, for a decorator that hands its function a changed batch. Its signal is
+ * the original's (it fires when every request of the original batch is cancelled); a spread (`{ ...context }`)
+ * would lose it, since `signal` is read on demand.
+ */
+export function derivedContext(context: BatchContext, changes: Partial<Pick<BatchContext, 'requests' | 'rows' | 'parameters' | 'batchParameters'>>): BatchContext {
+  return new BatchCallContext(
+    context.instance,
+    changes.requests ?? context.requests,
+    changes.rows ?? context.rows,
+    changes.parameters ?? context.parameters,
+    changes.batchParameters ?? context.batchParameters,
+    context,
+  );
+}
+
+/**
+ * `request` with other inputs. The request's `signal` may be made on demand (the server's requests make it
+ * only when read), so a spread (`{ ...request, inputs }`) would lose it; this keeps it, still on demand.
+ */
+export function withInputs(request: Request, inputs: Readonly<Record<string, Tensor>>): Request {
+  return new RequestWithInputs(request, inputs);
+}
+
+class RequestWithInputs implements Request {
+  readonly parameters: Request['parameters'];
+  readonly requestedOutputs: Request['requestedOutputs'];
+  readonly id: string;
+  readonly infer: Request['infer'];
+
+  constructor(
+    private readonly base: Request,
+    readonly inputs: Readonly<Record<string, Tensor>>,
+  ) {
+    this.parameters = base.parameters;
+    this.requestedOutputs = base.requestedOutputs;
+    this.id = base.id;
+    this.infer = base.infer;
+  }
+
+  get signal(): AbortSignal {
+    return this.base.signal;
+  }
 }
 
 /** True if `v` looks like a batch context (what `@batch` passes); batch-level decorators refuse anything else. */

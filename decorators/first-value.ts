@@ -1,6 +1,6 @@
 import { elementCount, TritonError, type ParameterValue, type Tensor } from '../lib';
 import { batchedNames, partsOf, replaceInputs } from './batch-inputs';
-import { describeRequest, parameterKey, showParameter, type BatchContext } from './context';
+import { derivedContext, describeRequest, parameterKey, showParameter, type BatchContext } from './context';
 import { makeBatchDecorator, misuse, namesAndOptions, type BatchDecorator } from './decorate';
 import { dimsOf, rowKey, showRow, sliceRows } from './tensor-rows';
 
@@ -36,7 +36,7 @@ export function firstValue(...args: unknown[]): BatchDecorator {
       const value = firstParameter(p, context, strict);
       if (value !== undefined) found[p] = value;
     }
-    const next = parameters.length > 0 ? { ...context, batchParameters: { ...context.batchParameters, ...found } } : context;
+    const next = parameters.length > 0 ? derivedContext(context, { batchParameters: { ...context.batchParameters, ...found } }) : context;
     return fn.call(self, names.length > 0 ? replaceInputs(inputs, context, replacements) : inputs, next);
   });
 }

@@ -1,6 +1,6 @@
 import { TritonError, type OutputValue, type Request, type Tensor } from '../lib';
 import { batchedNames, batchInputs, partsOf, plainInputs } from './batch-inputs';
-import { batchContext, describeRequest, parameterKey, totalRows, type BatchContext, type BatchOutputs } from './context';
+import { batchContext, describeRequest, parameterKey, totalRows, withInputs, type BatchContext, type BatchOutputs } from './context';
 import { makeBatchDecorator, misuse, namesAndOptions, type BatchDecorator } from './decorate';
 import { constantPadder, type PadFn } from './pad';
 import { extentsOf, narrower, withExtents } from './row-extents';
@@ -72,7 +72,7 @@ export function groupByValues(...args: unknown[]): BatchDecorator {
       const subRequests = members.map(([i, own]): Request => {
         const sub: Record<string, Tensor> = {};
         for (const n of batched) sub[n] = gatherRows((parts.get(n) as readonly Tensor[])[i] as Tensor, own);
-        return { ...(requests[i] as Request), inputs: sub };
+        return withInputs(requests[i] as Request, sub);
       });
       const sub = batchContext(
         subRequests,

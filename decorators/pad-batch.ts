@@ -1,6 +1,6 @@
 import { TritonError, type Request, type Tensor } from '../lib';
 import { batchedNames, batchInputs, partsOf, plainInputs } from './batch-inputs';
-import { describeRequest, totalRows, type BatchContext, type BatchOutputs } from './context';
+import { derivedContext, describeRequest, totalRows, withInputs, type BatchContext, type BatchOutputs } from './context';
 import { isDecoratorCall, makeBatchDecorator, misuse, type BatchDecorator } from './decorate';
 import { padRows, type PadOptions } from './pad';
 import { extentsOf, narrower, withExtents } from './row-extents';
@@ -91,9 +91,9 @@ function makePadBatch(options: PadBatchOptions): BatchDecorator {
     const subRequests = requests.map((r, i): Request => {
       const own: Record<string, Tensor> = { ...r.inputs };
       for (const name of names) own[name] = (padded.get(name) as Tensor[])[i] as Tensor;
-      return { ...r, inputs: own };
+      return withInputs(r, own);
     });
-    const sub: BatchContext = { ...context, requests: subRequests, rows, parameters: subRequests.map((r) => r.parameters) };
+    const sub = derivedContext(context, { requests: subRequests, rows, parameters: subRequests.map((r) => r.parameters) });
     const outputs = await fn.call(self, batchInputs(subRequests, names, '@padBatch', plainInputs(inputs, context)), sub);
     if (typeof outputs !== 'object' || outputs === null) {
       throw new TritonError('INFERENCE_FAILED', `@padBatch: the function must return an object of outputs, got ${outputs === null ? 'null' : typeof outputs}`);

@@ -75,7 +75,7 @@ export class InProcessInstance implements Instance {
     for (let index = 0; index < responses.length; index++) yield { index, response: responses[index], final: true };
   }
 
-  private async call(requests: Request[]): Promise<Response[] | AsyncIterable<StreamItem>> {
+  private call(requests: Request[]): Promise<Response[] | AsyncIterable<StreamItem>> | Response[] {
     const loaded = this.loaded;
     if (!loaded || this.state === 'closed') {
       throw new TritonError('UNAVAILABLE', `instance ${this.name} is ${this.state === 'closed' ? 'closed' : 'not started'}`);

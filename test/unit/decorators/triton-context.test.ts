@@ -1,5 +1,6 @@
+import type * as lib from '../../../lib';
 import { NEVER_ABORTED, type Request } from '../../../lib';
-import { batch, firstValue, tritonContext, type BatchContext, type TritonContext } from '../../../decorators';
+import { batch, firstValue, groupByValues, padBatch, tritonContext, type BatchContext, type BatchDecorator, type TritonContext } from '../../../decorators';
 import { call, caught, INSTANCE, request, row } from './helpers';
 
 describe('@tritonContext', () => {
@@ -46,5 +47,53 @@ describe('@tritonContext', () => {
   it('fails at call time on a batch-level function used without @batch', async () => {
     const fn = tritonContext(firstValue('x')((i) => i) as never);
     expect((await caught(() => fn([request({ x: row(1) })]))).message).toBe('@tritonContext wraps @firstValue, which works on batches: put @batch above them');
+  });
+});
+
+describe('signals of requests that make them on demand (as the server’s requests do)', () => {
+  /** A request whose `signal` is a getter on its prototype that counts the reads. */
+  class LazyRequest implements Request {
+    reads = 0;
+    readonly parameters = { k: 'v' };
+    readonly requestedOutputs: string[] = [];
+    readonly id = '';
+    private readonly controller = new AbortController();
+    constructor(readonly inputs: Request['inputs']) {}
+    get signal(): AbortSignal {
+      this.reads++;
+      return this.controller.signal;
+    }
+    abort(): void {
+      this.controller.abort(new Error('gone'));
+    }
+  }
+
+  it.each<[string, BatchDecorator]>([
+    ['@padBatch', padBatch({ batchSizes: [4] })],
+    ['@groupByValues', groupByValues('g')],
+    ['@firstValue', firstValue({ parameters: ['k'] })],
+  ])('keeps the signal through %s, and makes none unless the function reads it', async (_name, decorator) => {
+    let watched: LazyRequest[] = [];
+    let seen: boolean[] | undefined;
+    const fn = batch(
+      decorator(async (inputs: Record<string, lib.Tensor>, context: BatchContext) => {
+        if (watched.length > 0) {
+          const { signal } = context;
+          seen = [signal.aborted];
+          for (const r of watched) r.abort();
+          seen.push(signal.aborted);
+        }
+        return { y: inputs.x! };
+      }),
+    );
+    const make = () => [new LazyRequest({ x: row(1), g: row(0) }), new LazyRequest({ x: row(2), g: row(0) })];
+    const quiet = make();
+    await call(fn, quiet, INSTANCE);
+    expect(quiet.map((r) => r.reads)).toEqual([0, 0]);
+
+    watched = make();
+    await call(fn, watched, INSTANCE);
+    // Not aborted until every request of the batch is; then aborted.
+    expect(seen).toEqual([false, true]);
   });
 });
