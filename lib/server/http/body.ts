@@ -34,36 +34,32 @@ export async function readBody(req: IncomingMessage, limit: number): Promise<Buf
 
 function collect(req: IncomingMessage, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
+    let first: Buffer | undefined;
+    let more: Buffer[] | undefined;
     let size = 0;
-    const onData = (chunk: Buffer) => {
+    let settled = false;
+    // Listeners stay until the request object goes: the error ones keep a late error from going unhandled.
+    req.on('data', (chunk: Buffer) => {
+      if (settled) return;
       size += chunk.length;
       if (size > limit) {
-        cleanup();
+        settled = true;
         reject(tooLarge(size, limit));
-        return;
-      }
-      chunks.push(chunk);
-    };
-    const onEnd = () => {
-      cleanup();
-      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
-    };
-    const onError = (err: Error) => {
-      cleanup();
+      } else if (first === undefined) first = chunk;
+      else (more ??= [first]).push(chunk);
+    });
+    req.on('end', () => {
+      if (settled) return;
+      settled = true;
+      resolve(more ? Buffer.concat(more, size) : (first ?? Buffer.alloc(0)));
+    });
+    const fail = (err: Error) => {
+      if (settled) return;
+      settled = true;
       reject(new TritonError('CANCELLED', `request body could not be read: ${err.message}`));
     };
-    const onAborted = () => onError(new Error('client closed the connection'));
-    const cleanup = () => {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
-      req.off('aborted', onAborted);
-    };
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onError);
-    req.on('aborted', onAborted);
+    req.on('error', fail);
+    req.on('aborted', () => fail(new Error('client closed the connection')));
   });
 }
 

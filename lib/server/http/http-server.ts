@@ -79,7 +79,7 @@ export class HttpServer {
   private async infer(req: http.IncomingMessage, res: http.ServerResponse, modelName: string, version: string | undefined): Promise<void> {
     const cancellation = new Cancellation();
     this.active++;
-    res.once('close', () => {
+    res.on('close', () => {
       if (!res.writableFinished) cancellation.abort();
       if (--this.active === 0) for (const w of this.idleWaiters.splice(0)) w();
     });
@@ -96,10 +96,12 @@ export class HttpServer {
         throw new TritonError('INVALID_ARGUMENT', `inference header size should be in range (0, ${body.length}), got: ${ihcl}`);
       }
       const decoded = decodeHttpInfer(body, headerLength, model, this.core.config.jsonMaxDepth, cancellation);
-      forwardHeaders(decoded.request.parameters as Record<string, unknown>, Object.entries(req.headers), this.forward);
+      if (this.forward) forwardHeaders(decoded.request.parameters as Record<string, unknown>, Object.entries(req.headers), this.forward);
       const response = await this.core.infer(decoded.request);
       const { json, blobs } = encodeHttpInfer(response, decoded);
-      await writeInferResponse(req, res, json, blobs);
+      const encoding = negotiateEncoding(req.headers['accept-encoding'] as string | undefined);
+      if (encoding) await writeCompressed(res, encoding, json, blobs);
+      else writeInferResponse(res, json, blobs);
     } catch (err) {
       // An over-limit body is not read to the end; close the connection rather than drain it, and say so
       // (`Connection: close`) so that keep-alive clients do not send their next request on a dead socket.
@@ -111,25 +113,26 @@ export class HttpServer {
   }
 }
 
-async function writeInferResponse(req: http.IncomingMessage, res: http.ServerResponse, json: string, blobs: Uint8Array[]): Promise<void> {
-  const encoding = negotiateEncoding(req.headers['accept-encoding'] as string | undefined);
+/** The headers of an infer response whose JSON part is `headLength` bytes. */
+function inferHeaders(headLength: number, binary: boolean): http.OutgoingHttpHeaders {
+  return binary ? { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': headLength } : { 'Content-Type': 'application/json' };
+}
+
+/** Writes an infer response compressed with `encoding`. */
+async function writeCompressed(res: http.ServerResponse, encoding: 'gzip' | 'deflate', json: string, blobs: Uint8Array[]): Promise<void> {
+  const head = Buffer.from(json, 'utf8');
+  const body = await compress(blobs.length > 0 ? Buffer.concat([head, ...blobs]) : head, encoding);
+  const headers = inferHeaders(head.length, blobs.length > 0);
+  headers['Content-Encoding'] = encoding;
+  headers['Content-Length'] = body.length;
+  res.writeHead(200, headers);
+  res.end(body);
+}
+
+/** Writes an infer response: its JSON part and, after it, its binary outputs. */
+function writeInferResponse(res: http.ServerResponse, json: string, blobs: Uint8Array[]): void {
   const headLength = Buffer.byteLength(json, 'utf8');
-  const headers: http.OutgoingHttpHeaders = {};
-  if (blobs.length > 0) {
-    headers['Content-Type'] = 'application/octet-stream';
-    headers['Inference-Header-Content-Length'] = headLength;
-  } else {
-    headers['Content-Type'] = 'application/json';
-  }
-  if (encoding) {
-    const head = Buffer.from(json, 'utf8');
-    const body = await compress(blobs.length > 0 ? Buffer.concat([head, ...blobs]) : head, encoding);
-    headers['Content-Encoding'] = encoding;
-    headers['Content-Length'] = body.length;
-    res.writeHead(200, headers);
-    res.end(body);
-    return;
-  }
+  const headers = inferHeaders(headLength, blobs.length > 0);
   let length = headLength;
   for (const b of blobs) length += b.byteLength;
   headers['Content-Length'] = length;
