@@ -17,34 +17,46 @@ export type { BatchContext, BatchFn, StreamingBatchFn };
  */
 export const batch = makeDecorator<BatchFn | StreamingBatchFn>(
   'batch',
-  async (fn, self, requests, instance) => {
+  (fn, self, requests, instance) => {
     const first = requests[0];
-    if (!first) return [];
+    if (!first) return Promise.resolve([]);
     const names = Object.keys(first.inputs).sort();
     const joined = names.join('\0');
     for (let i = 1; i < requests.length; i++) {
       const keys = Object.keys((requests[i] as Request).inputs).sort();
       if (keys.join('\0') !== joined) {
-        throw new TritonError(
-          'INVALID_ARGUMENT',
-          `@batch: requests in one batch must carry the same inputs; request 0 has [${names.join(', ')}], request ${i} has [${keys.join(', ')}]`,
+        return Promise.reject(
+          new TritonError(
+            'INVALID_ARGUMENT',
+            `@batch: requests in one batch must carry the same inputs; request 0 has [${names.join(', ')}], request ${i} has [${keys.join(', ')}]`,
+          ),
         );
       }
     }
     const rows = requests.map(requestRows);
     const { context, dispose } = batchContext(requests, rows, { instance });
-    let streaming = false;
+    let result: unknown;
     try {
-      const result = (fn as (this: unknown, ...args: Parameters<BatchFn>) => unknown).call(self, batchInputs(requests, names, '@batch'), context);
-      if (isAsyncIterable(result)) {
-        // A decoupled model: every yielded batch of outputs is split into one response per request.
-        streaming = true;
-        return splitStream(result as AsyncIterable<BatchOutputs>, rows, dispose) as unknown as Response[];
-      }
-      return splitOutputs(await (result as Promise<BatchOutputs>), rows);
-    } finally {
-      if (!streaming) dispose();
+      result = (fn as (this: unknown, ...args: Parameters<BatchFn>) => unknown).call(self, batchInputs(requests, names, '@batch'), context);
+    } catch (err) {
+      dispose();
+      return Promise.reject(err);
     }
+    if (isAsyncIterable(result)) {
+      // A decoupled model: every yielded batch of outputs is split into one response per request.
+      return Promise.resolve(splitStream(result as AsyncIterable<BatchOutputs>, rows, dispose) as unknown as Response[]);
+    }
+    // Continuations instead of an async function: this runs for every batch.
+    return Promise.resolve(result as BatchOutputs | Promise<BatchOutputs>).then(
+      (outputs) => {
+        dispose();
+        return splitOutputs(outputs, rows);
+      },
+      (err: unknown) => {
+        dispose();
+        throw err;
+      },
+    );
   },
   'batch-fn',
 );

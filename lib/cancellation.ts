@@ -18,7 +18,9 @@ export function cancellationOf(request: object): Cancellation | undefined {
 export class Cancellation {
   aborted = false;
   reason: unknown;
-  private listeners: (() => void)[] | undefined;
+  /** The abort listeners: most requests have one, so the first needs no array. */
+  private first: (() => void) | undefined;
+  private more: (() => void)[] | undefined;
   private controller: AbortController | undefined;
 
   /** Cancels with `reason` (a TritonError; CANCELLED by default); later calls do nothing. */
@@ -27,9 +29,28 @@ export class Cancellation {
     this.aborted = true;
     this.reason = reason;
     this.controller?.abort(reason);
-    const listeners = this.listeners;
-    this.listeners = undefined;
-    if (listeners) for (const l of listeners) l();
+    const { first, more } = this;
+    this.first = undefined;
+    this.more = undefined;
+    first?.();
+    if (more) for (const l of more) l();
+  }
+
+  /** Calls `listener` once on abort (at once if already aborted); `unlisten` removes it. */
+  listen(listener: () => void): void {
+    if (this.aborted) listener();
+    else if (this.first === undefined) this.first = listener;
+    else (this.more ??= []).push(listener);
+  }
+
+  /** Removes a listener added with `listen`. */
+  unlisten(listener: () => void): void {
+    if (this.first === listener) {
+      this.first = undefined;
+      return;
+    }
+    const i = this.more?.indexOf(listener) ?? -1;
+    if (i >= 0) this.more?.splice(i, 1);
   }
 
   /** Calls `listener` once on abort (at once if already aborted); returns the function that removes it. */
@@ -38,11 +59,8 @@ export class Cancellation {
       listener();
       return NOOP;
     }
-    (this.listeners ??= []).push(listener);
-    return () => {
-      const i = this.listeners?.indexOf(listener) ?? -1;
-      if (i >= 0) this.listeners?.splice(i, 1);
-    };
+    this.listen(listener);
+    return () => this.unlisten(listener);
   }
 
   /** Aborts when `signal` does; returns the function that stops following it. */

@@ -258,16 +258,32 @@ export class Triton implements ServerCore, AsyncDisposable {
     return models.map((m) => m.statistics.toJson(m.name, m.version));
   }
 
-  async infer(request: InferenceRequest): Promise<InferenceResponse> {
-    if (this.state !== 'running') throw new TritonError('UNAVAILABLE', 'Server is stopping and accepts no new requests');
-    const model = this.repository.get(request.modelName, request.modelVersion);
-    this.inFlight++;
+  infer(request: InferenceRequest): Promise<InferenceResponse> {
+    if (this.state !== 'running') return Promise.reject(new TritonError('UNAVAILABLE', 'Server is stopping and accepts no new requests'));
+    let model: Model;
     try {
-      return await model.infer(request);
-    } finally {
-      this.inFlight--;
-      if (this.inFlight === 0) for (const w of this.idleWaiters.splice(0)) w();
+      model = this.repository.get(request.modelName, request.modelVersion);
+    } catch (err) {
+      return Promise.reject(err);
     }
+    this.inFlight++;
+    return model.infer(request).then(this.inferDone, this.inferFailed);
+  }
+
+  /** The end of an infer call (made once: this runs for every request). */
+  private readonly inferDone = (response: InferenceResponse): InferenceResponse => {
+    this.leaveInfer();
+    return response;
+  };
+
+  private readonly inferFailed = (err: unknown): never => {
+    this.leaveInfer();
+    throw err;
+  };
+
+  private leaveInfer(): void {
+    this.inFlight--;
+    if (this.inFlight === 0) for (const w of this.idleWaiters.splice(0)) w();
   }
 
   /** Serves `request.infer(...)`: a bound model through its scheduler, or a remote one through the client. */

@@ -56,12 +56,20 @@ export class InProcessInstance implements Instance {
     this.health.emit({ instance: this.name, healthy: true });
   }
 
-  async execute(requests: Request[]): Promise<Response[]> {
-    const result = await this.call(requests);
-    if (isAsyncIterable(result)) {
-      throw new TritonError('INFERENCE_FAILED', `instance ${this.name}: the callable streams responses, which only a decoupled model can answer`);
+  execute(requests: Request[]): Promise<Response[]> {
+    let result: ReturnType<InProcessInstance['call']>;
+    try {
+      result = this.call(requests);
+    } catch (err) {
+      return Promise.reject(err);
     }
-    return checkResponses(result, requests.length, this.name);
+    const check = (value: Response[] | AsyncIterable<StreamItem>): Response[] => {
+      if (isAsyncIterable(value)) {
+        throw new TritonError('INFERENCE_FAILED', `instance ${this.name}: the callable streams responses, which only a decoupled model can answer`);
+      }
+      return checkResponses(value, requests.length, this.name);
+    };
+    return isThenable(result) ? Promise.resolve(result).then(check) : new Promise((resolve) => resolve(check(result)));
   }
 
   /** Streams a decoupled batch: the callable's items as they come, or one final response per request. */
@@ -108,4 +116,8 @@ export class InProcessInstance implements Instance {
 
 function isAsyncIterable(value: unknown): value is AsyncIterable<StreamItem> {
   return typeof value === 'object' && value !== null && Symbol.asyncIterator in value;
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function';
 }

@@ -281,23 +281,37 @@ export class Model {
   }
 
   /** Validates, queues and runs one request; resolves with its validated outputs. */
-  async infer(req: InferenceRequest): Promise<InferenceResponse> {
+  infer(req: InferenceRequest): Promise<InferenceResponse> {
     if (this.config.decoupled) {
-      throw new TritonError('UNSUPPORTED', `model '${this.name}' is decoupled and can only be called through a streaming endpoint`);
+      return Promise.reject(new TritonError('UNSUPPORTED', `model '${this.name}' is decoupled and can only be called through a streaming endpoint`));
     }
-    const job = this.prepare(req);
+    let job: RequestJob;
     try {
-      const scheduled = await job.race(this.scheduler.enqueue(job.request, job.rows, job.batchKey, job.options));
-      job.throwIfCancelled();
-      this.statistics.recordSuccess(job.elapsedNs(), scheduled);
-      return { id: req.id, modelName: this.name, modelVersion: this.version, outputs: scheduled.value };
+      job = this.prepare(req);
     } catch (err) {
-      const error = job.error(err);
-      this.statistics.recordFailure(job.elapsedNs(), failureReason(error));
-      throw error;
-    } finally {
-      job.release();
+      return Promise.reject(err);
     }
+    // Continuations instead of an async function: this runs for every request.
+    return job.race(this.scheduler.enqueue(job.request, job.rows, job.batchKey, job.options)).then(
+      (scheduled) => {
+        try {
+          job.throwIfCancelled();
+        } catch (err) {
+          return this.failed(job, err);
+        }
+        this.statistics.recordSuccess(job.elapsedNs(), scheduled);
+        job.release();
+        return { id: req.id, modelName: this.name, modelVersion: this.version, outputs: scheduled.value };
+      },
+      (err: unknown) => this.failed(job, err),
+    );
+  }
+
+  private failed(job: RequestJob, err: unknown): never {
+    const error = job.error(err);
+    this.statistics.recordFailure(job.elapsedNs(), failureReason(error));
+    job.release();
+    throw error;
   }
 
   /**
@@ -371,7 +385,10 @@ export class Model {
   private validateInputs(req: InferenceRequest, prefix: () => string): { inputs: Record<string, Tensor>; rows: number; batchKey: string } {
     const inputs: Record<string, Tensor> = {};
     let rows = -1;
-    const keyParts: string[] = [];
+    // Requests batch together only when their inputs and non-batch dims agree: the key says both.
+    let key = '';
+    let keyParts: string[] | undefined;
+    const batched = this.maxBatchSize > 0;
     for (const { name, tensor: t } of req.inputs) {
       const spec = this.inputByName.get(name);
       if (!spec) throw invalid(`${prefix()}unexpected inference input '${name}' for model '${this.name}'`);
@@ -379,8 +396,7 @@ export class Model {
       if (t.dtype !== spec.dtype) {
         throw invalid(`${prefix()}inference input '${name}' data-type is '${t.dtype}', but model '${this.name}' expects '${spec.dtype}'`);
       }
-      let dims = t.shape;
-      if (this.maxBatchSize > 0) {
+      if (batched) {
         const batch = t.shape[0];
         if (batch === undefined) {
           throw invalid(`${prefix()}inference input '${name}' for model '${this.name}' has no batch dimension; expected shape [-1,${spec.shape.join(',')}]`);
@@ -389,14 +405,16 @@ export class Model {
         else if (batch !== rows) {
           throw invalid(`${prefix()}inference input '${name}' batch size ${batch} does not match the batch size ${rows} of the other inputs for model '${this.name}'`);
         }
-        dims = t.shape.slice(1);
       }
-      if (!shapeMatches(dims, spec.shape)) {
+      if (!shapeMatches(t.shape, batched ? 1 : 0, spec.shape)) {
         const expected = this.maxBatchSize > 0 ? [-1, ...spec.shape] : spec.shape;
         throw invalid(`${prefix()}unexpected shape for input '${name}' for model '${this.name}'. Expected [${expected.join(',')}], got [${t.shape.join(',')}]`);
       }
       inputs[name] = t;
-      keyParts.push(`${name}:${dims.join(',')}`);
+      let part = `${name}:`;
+      for (let i = batched ? 1 : 0; i < t.shape.length; i++) part += `${t.shape[i]},`;
+      if (key === '') key = part;
+      else (keyParts ??= [key]).push(part);
     }
     const missing = this.inputs.filter((s) => !s.optional && !(s.name in inputs)).map((s) => s.name);
     if (missing.length > 0) {
@@ -415,7 +433,7 @@ export class Model {
     } else {
       rows = 1;
     }
-    return { inputs, rows, batchKey: keyParts.sort().join('|') };
+    return { inputs, rows, batchKey: keyParts ? keyParts.sort().join('|') : key };
   }
 
   private validateRequestedOutputs(req: InferenceRequest, prefix: () => string): readonly string[] {
@@ -430,7 +448,7 @@ export class Model {
   private validateOutputs(request: Request, response: Response): NamedTensor[] {
     const prefix = () => `[request id: ${request.id || '<id_unknown>'}] `;
     const requested = request.requestedOutputs;
-    const rows = this.maxBatchSize > 0 ? (Object.values(request.inputs)[0]?.shape[0] ?? 0) : 1;
+    const rows = this.maxBatchSize > 0 ? firstRows(request.inputs) : 1;
     if (typeof response !== 'object' || response === null) {
       throw failed(`${prefix()}model '${this.name}': the callable returned ${response === null ? 'null' : typeof response} instead of an object of outputs`);
     }
@@ -443,13 +461,12 @@ export class Model {
       const spec = this.outputByName.get(name) as NamedTensorSpec;
       const value = response[name];
       if (value === undefined) throw failed(`${prefix()}model '${this.name}': output '${name}' is missing from the callable's response`);
-      const t = toTensor(value, spec, `${prefix()}model '${this.name}', output '${name}'`);
+      const t = toTensor(value, spec, () => `${prefix()}model '${this.name}', output '${name}'`);
       if (this.maxBatchSize > 0 && t.shape[0] !== rows) {
         throw failed(`${prefix()}model '${this.name}', output '${name}': batch size ${t.shape[0] ?? 'none'} does not match the request's batch size ${rows}`);
       }
       if (this.strict) {
-        const dims = this.maxBatchSize > 0 ? t.shape.slice(1) : t.shape;
-        if (!shapeMatches(dims, spec.shape)) {
+        if (!shapeMatches(t.shape, this.maxBatchSize > 0 ? 1 : 0, spec.shape)) {
           const expected = this.maxBatchSize > 0 ? [-1, ...spec.shape] : spec.shape;
           throw failed(`${prefix()}model '${this.name}', output '${name}': shape [${t.shape.join(',')}] does not match the declared [${expected.join(',')}]`);
         }
@@ -459,20 +476,27 @@ export class Model {
   }
 }
 
-function toTensor(value: OutputValue, spec: NamedTensorSpec, what: string): Tensor {
+/** Dim 0 of a request's first input (0 when it has none). */
+function firstRows(inputs: Readonly<Record<string, Tensor>>): number {
+  for (const name in inputs) return inputs[name]?.shape[0] ?? 0;
+  return 0;
+}
+
+/** Checks an output value against its spec; `where` names it in errors (built only for one). */
+function toTensor(value: OutputValue, spec: NamedTensorSpec, where: () => string): Tensor {
   if (typeof value !== 'object' || value === null || !Array.isArray(value.shape)) {
-    throw failed(`${what}: expected a tensor ({ shape, data }), got ${value === null ? 'null' : typeof value}`);
+    throw failed(`${where()}: expected a tensor ({ shape, data }), got ${value === null ? 'null' : typeof value}`);
   }
   const dtype = value.dtype ?? spec.dtype;
-  if (dtype !== spec.dtype) throw failed(`${what}: datatype is ${dtype}, but the model declares ${spec.dtype}`);
+  if (dtype !== spec.dtype) throw failed(`${where()}: datatype is ${dtype}, but the model declares ${spec.dtype}`);
   let data = value.data as TensorData | readonly unknown[];
   if (dtype === 'BYTES' && Array.isArray(data) && data.some((e) => typeof e === 'string')) {
     data = (data as readonly (string | Uint8Array)[]).map((e) => (typeof e === 'string' ? Buffer.from(e, 'utf8') : e));
   }
   const problem = checkData(dtype, data);
-  if (problem) throw failed(`${what}: ${problem}`);
+  if (problem) throw failed(`${where()}: ${problem}`);
   if (elementCount(value.shape) !== (data as TensorData).length) {
-    throw failed(`${what}: shape [${value.shape.join(',')}] needs ${elementCount(value.shape)} elements, data holds ${(data as TensorData).length}`);
+    throw failed(`${where()}: shape [${value.shape.join(',')}] needs ${elementCount(value.shape)} elements, data holds ${(data as TensorData).length}`);
   }
   return 'dtype' in value && value.dtype === dtype && data === value.data ? (value as Tensor) : tensor(dtype, value.shape, data as TensorData<typeof dtype>);
 }
@@ -493,11 +517,12 @@ function failureReason(err: unknown): FailureReason {
   }
 }
 
-function shapeMatches(dims: readonly number[], spec: readonly number[]): boolean {
-  if (dims.length !== spec.length) return false;
-  for (let i = 0; i < dims.length; i++) {
+/** True if `shape` from index `from` on matches `spec` (-1 matches any size). */
+function shapeMatches(shape: readonly number[], from: number, spec: readonly number[]): boolean {
+  if (shape.length - from !== spec.length) return false;
+  for (let i = 0; i < spec.length; i++) {
     const want = spec[i] as number;
-    const got = dims[i] as number;
+    const got = shape[from + i] as number;
     if (!Number.isInteger(got) || got < 0) return false;
     if (want !== -1 && want !== got) return false;
   }

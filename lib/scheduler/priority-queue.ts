@@ -1,3 +1,4 @@
+import type { Cancellation } from '../cancellation';
 import { TritonError } from '../errors';
 import type { Request } from '../callable';
 
@@ -19,8 +20,11 @@ export interface Pending {
   readonly enqueuedAt: number;
   resolve(value: unknown): void;
   reject(err: unknown): void;
-  /** Stops listening for the request's cancellation. */
+  /** Stops listening for the request's signal (requests without a Cancellation). */
   offAbort: (() => void) | undefined;
+  /** The request's cancellation and the listener this entry added to it. */
+  cancellation?: Cancellation;
+  onAbort?: () => void;
   timer: NodeJS.Timeout | undefined;
   settled: boolean;
   /** The response stream of a decoupled request. */

@@ -137,7 +137,7 @@ export class Scheduler<T = Response> {
     reject: (err: unknown) => void,
     stream?: ResponseStream<T>,
   ): void {
-    const entry: Pending = { request, rows, batchKey, enqueuedAt: now(), resolve, reject, offAbort: undefined, timer: undefined, settled: false, stream };
+    const entry: Pending = { request, rows, batchKey, enqueuedAt: now(), resolve, reject, offAbort: undefined, cancellation: undefined, onAbort: undefined, timer: undefined, settled: false, stream };
     const c = options.cancellation;
     if (c ? c.aborted : request.signal.aborted) return reject(c ? abortReason(c.reason) : abortError(request.signal));
     try {
@@ -148,7 +148,11 @@ export class Scheduler<T = Response> {
     const onAbort = () => {
       if (this.queue.remove(entry)) this.drop(entry, 'CANCELED', c ? abortReason(c.reason) : abortError(request.signal));
     };
-    if (c) entry.offAbort = c.onAbort(onAbort);
+    if (c) {
+      entry.cancellation = c;
+      entry.onAbort = onAbort;
+      c.listen(onAbort);
+    }
     else if (request.signal !== NEVER_ABORTED) {
       request.signal.addEventListener('abort', onAbort, { once: true });
       entry.offAbort = () => request.signal.removeEventListener('abort', onAbort);
@@ -206,7 +210,7 @@ export class Scheduler<T = Response> {
       const batch = this.takeBatch();
       if (batch.length === 0) return;
       this.running.set(instance, (this.running.get(instance) ?? 0) + 1);
-      void this.run(instance, batch, this.nextSeq++);
+      this.run(instance, batch, this.nextSeq++);
     }
   }
 
@@ -283,33 +287,48 @@ export class Scheduler<T = Response> {
     if (keep < batch.length) this.queue.returnToFront(batch.splice(keep));
   }
 
-  private async run(instance: Instance, batch: Pending[], seq: number): Promise<void> {
-    if (batch[0]?.stream) return this.runStream(instance, batch);
+  /** Starts one execution; `completed` takes it from there (no async frame: this runs once per batch on the hot path). */
+  private run(instance: Instance, batch: Pending[], seq: number): void {
+    if (batch[0]?.stream) {
+      void this.runStream(instance, batch);
+      return;
+    }
     this.executing += batch.length;
     const start = now();
+    const requests: Request[] = new Array(batch.length);
+    for (let i = 0; i < batch.length; i++) requests[i] = (batch[i] as Pending).request;
+    let execution: Promise<Response[]>;
+    try {
+      execution = instance.execute(requests);
+    } catch (err) {
+      execution = Promise.reject(err);
+    }
+    execution.then(
+      (responses) => this.completed(instance, batch, seq, start, responses, undefined),
+      (err: unknown) => this.completed(instance, batch, seq, start, undefined, err ?? new Error('the instance failed without a reason')),
+    );
+  }
+
+  /** Finalizes an execution's responses (or its error), records it and settles its requests. */
+  private completed(instance: Instance, batch: Pending[], seq: number, start: number, responses: Response[] | undefined, err: unknown): void {
+    if (err instanceof BatchNotStarted) return this.requeue(instance, batch, seq);
+    const inferEnd = now();
     let rows = 0;
     for (const p of batch) rows += p.rows;
-    const requests = batch.map((p) => p.request);
-    let failed = false;
-    let results: { value?: T; error?: unknown }[];
-    let inferEnd: number;
-    try {
-      const responses = await instance.execute(requests);
-      inferEnd = now();
-      results = batch.map((p, i) => {
-        try {
-          return { value: this.finalize(p.request, responses[i] as Response) };
-        } catch (error) {
-          return { error };
-        }
-      });
-    } catch (err) {
-      if (err instanceof BatchNotStarted) return this.requeue(instance, batch, seq);
-      inferEnd = now();
-      failed = true;
+    const values: (T | undefined)[] = new Array(batch.length);
+    const errors: unknown[] = new Array(batch.length);
+    const failed = responses === undefined;
+    if (responses === undefined) {
       this.hooks.onExecutionError?.(err, instance);
-      const error = toTritonError(err, 'INFERENCE_FAILED');
-      results = batch.map(() => ({ error }));
+      errors.fill(toTritonError(err, 'INFERENCE_FAILED'));
+    } else {
+      for (let i = 0; i < batch.length; i++) {
+        try {
+          values[i] = this.finalize((batch[i] as Pending).request, responses[i] as Response);
+        } catch (error) {
+          errors[i] = error ?? new Error('the response failed validation without a reason');
+        }
+      }
     }
     const end = now();
     const record: ExecutionRecord = {
@@ -322,26 +341,31 @@ export class Scheduler<T = Response> {
       failed,
     };
     this.hooks.onExecution?.(record);
-    const deliver = () => {
-      batch.forEach((p, i) => {
-        const r = results[i] as { value?: T; error?: unknown };
-        if (r.error !== undefined) return this.settle(p, r.error);
-        this.settle(p, undefined, {
-          value: r.value as T,
-          queueNs: ms2ns(start - p.enqueuedAt),
-          computeInputNs: 0,
-          computeInferNs: record.computeInferNs,
-          computeOutputNs: record.computeOutputNs,
-          batchRows: rows,
-        });
-      });
-    };
     this.executing -= batch.length;
     this.running.set(instance, (this.running.get(instance) ?? 1) - 1);
-    if (this.options.preserveOrdering) this.deliverInOrder(seq, deliver);
-    else deliver();
+    if (this.options.preserveOrdering) this.deliverInOrder(seq, () => this.deliver(batch, values, errors, start, record));
+    else this.deliver(batch, values, errors, start, record);
     this.schedule();
     this.notifyDrained();
+  }
+
+  private deliver(batch: Pending[], values: (T | undefined)[], errors: unknown[], start: number, record: ExecutionRecord): void {
+    for (let i = 0; i < batch.length; i++) {
+      const p = batch[i] as Pending;
+      const error = errors[i];
+      if (error !== undefined) {
+        this.settle(p, error);
+        continue;
+      }
+      this.settle(p, undefined, {
+        value: values[i] as T,
+        queueNs: ms2ns(start - p.enqueuedAt),
+        computeInputNs: 0,
+        computeInferNs: record.computeInferNs,
+        computeOutputNs: record.computeOutputNs,
+        batchRows: record.rows,
+      });
+    }
   }
 
   /** Queues again, at the front, the requests of a batch its instance accepted but never started. */
@@ -429,7 +453,8 @@ export class Scheduler<T = Response> {
   private settle(p: Pending, err: unknown, value?: Scheduled<T>): void {
     if (p.settled) return;
     p.settled = true;
-    p.offAbort?.();
+    if (p.cancellation) p.cancellation.unlisten(p.onAbort as () => void);
+    else p.offAbort?.();
     if (p.timer) clearTimeout(p.timer);
     if (err !== undefined) p.reject(err);
     else p.resolve(value);

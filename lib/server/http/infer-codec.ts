@@ -11,8 +11,8 @@ import { parseParameters } from '../parameters';
 /** A decoded HTTP infer request plus what the encoder needs to answer it. */
 export interface DecodedHttpInfer {
   request: InferenceRequest;
-  /** Per requested output, whether it goes back binary. */
-  binaryByOutput: Map<string, boolean>;
+  /** Per requested output, whether it goes back binary (none when the request names no outputs). */
+  binaryByOutput: Map<string, boolean> | undefined;
   /** Binary for outputs the request did not list (`binary_data_output`). */
   binaryDefault: boolean;
 }
@@ -50,13 +50,11 @@ export function decodeHttpInfer(
     const dtype = raw.datatype;
     if (!isDataType(dtype)) throw invalid(`${what}: unknown datatype ${JSON.stringify(dtype)}`);
     const shape = raw.shape;
-    if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= 0)) {
-      throw invalid(`${what}: 'shape' must be an array of non-negative integers`);
-    }
-    const params = raw.parameters === undefined ? {} : raw.parameters;
+    if (!isShape(shape)) throw invalid(`${what}: 'shape' must be an array of non-negative integers`);
+    const params = raw.parameters === undefined ? NO_PARAMETERS : raw.parameters;
     if (!isObject(params)) throw invalid(`${what}: 'parameters' must be an object`);
     const binarySize = params.binary_data_size;
-    const sources = [raw.data !== undefined, binarySize !== undefined, params.shared_memory_region !== undefined].filter(Boolean).length;
+    const sources = (raw.data !== undefined ? 1 : 0) + (binarySize !== undefined ? 1 : 0) + (params.shared_memory_region !== undefined ? 1 : 0);
     if (sources !== 1) {
       throw invalid(
         "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. " +
@@ -83,7 +81,7 @@ export function decodeHttpInfer(
   });
   if (offset !== body.length) throw invalid(`unexpected additional input data for model '${model.name}'`);
 
-  const binaryByOutput = new Map<string, boolean>();
+  let binaryByOutput: Map<string, boolean> | undefined;
   let requestedOutputs: string[] | undefined;
   if (header.outputs !== undefined) {
     if (!Array.isArray(header.outputs)) throw invalid("'outputs' must be an array");
@@ -99,7 +97,7 @@ export function decodeHttpInfer(
       }
       const binary = params.binary_data ?? false;
       if (typeof binary !== 'boolean') throw invalid(`output '${raw.name}': 'binary_data' must be a boolean`);
-      binaryByOutput.set(raw.name, binary);
+      (binaryByOutput ??= new Map()).set(raw.name, binary);
       return raw.name;
     });
   }
@@ -151,7 +149,7 @@ function decodeRawBinary(body: Buffer, model: Model, cancellation: Cancellation)
       parameters: {},
       cancellation,
     },
-    binaryByOutput: new Map(),
+    binaryByOutput: undefined,
     binaryDefault: true,
   };
 }
@@ -166,7 +164,7 @@ export interface EncodedHttpInfer {
 export function encodeHttpInfer(response: InferenceResponse, decoded: DecodedHttpInfer): EncodedHttpInfer {
   const blobs: Uint8Array[] = [];
   const outputs = response.outputs.map(({ name, tensor }) => {
-    const binary = decoded.binaryByOutput.get(name) ?? decoded.binaryDefault;
+    const binary = decoded.binaryByOutput?.get(name) ?? decoded.binaryDefault;
     const head = `{"name":${JSON.stringify(name)},"datatype":"${tensor.dtype}","shape":[${tensor.shape.join(',')}]`;
     if (!binary) return `${head},"data":${encodeJsonData(tensor)}}`;
     const blob = encodeBinary(tensor);
@@ -176,6 +174,14 @@ export function encodeHttpInfer(response: InferenceResponse, decoded: DecodedHtt
   const id = response.id ? `"id":${JSON.stringify(response.id)},` : '';
   const json = `{${id}"model_name":${JSON.stringify(response.modelName)},"model_version":${JSON.stringify(response.modelVersion)},"outputs":[${outputs.join(',')}]}`;
   return { json, blobs };
+}
+
+const NO_PARAMETERS: Readonly<Record<string, unknown>> = Object.freeze({});
+
+function isShape(v: unknown): v is number[] {
+  if (!Array.isArray(v)) return false;
+  for (const d of v) if (!Number.isInteger(d) || (d as number) < 0) return false;
+  return true;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
