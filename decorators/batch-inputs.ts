@@ -57,7 +57,7 @@ export function batchInputs(requests: readonly Request[], names: readonly string
     let value: Tensor | undefined;
     defineInput(out, batched.names, name, () => (value ??= concatParts(requests, name, where)));
   }
-  for (const [name, value] of Object.entries(plain)) out[name] = value;
+  for (const name in plain) out[name] = plain[name] as Tensor;
   return out;
 }
 

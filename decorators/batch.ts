@@ -1,4 +1,4 @@
-import { TritonError, type Request, type Response, type StreamItem } from '../lib';
+import { TritonError, type OutputValue, type Request, type Response, type StreamItem } from '../lib';
 import { batchInputs, requestRows } from './batch-inputs';
 import { batchContext, totalRows, type BatchContext, type BatchFn, type BatchOutputs, type StreamingBatchFn } from './context';
 import { makeDecorator } from './decorate';
@@ -71,9 +71,11 @@ export function splitOutputs(outputs: BatchOutputs, rows: readonly number[]): Re
   }
   const total = totalRows(rows);
   const extents = extentsOf(outputs);
-  const responses: Response[] = rows.map(() => ({}));
-  for (const [name, value] of Object.entries(outputs)) {
-    checkRows(value, total, `@batch: output '${name}'`);
+  const responses: Response[] = new Array(rows.length);
+  for (let i = 0; i < rows.length; i++) responses[i] = {};
+  for (const name in outputs) {
+    const value = outputs[name] as OutputValue;
+    if (value?.shape?.[0] !== total) checkRows(value, total, `@batch: output '${name}'`);
     const perRow = extents?.[name];
     let start = 0;
     rows.forEach((n, i) => {

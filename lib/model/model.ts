@@ -7,7 +7,7 @@ import type { NamedTensorSpec } from '../config/tensor-spec';
 import type { ModelConfig } from '../config/model-config';
 import { TritonError, UnrecoverableError } from '../errors';
 import type { Instance } from '../instances/instance';
-import { Scheduler } from '../scheduler/scheduler';
+import { Scheduler, type EnqueueOptions } from '../scheduler/scheduler';
 import type { TensorData } from '../tensor/dtype';
 import { checkData, elementCount, tensor, type Tensor } from '../tensor/tensor';
 import type { InferenceRequest, InferenceResponse, NamedTensor } from './inference';
@@ -71,8 +71,10 @@ function cancelReason(reason: unknown): TritonError {
  * parameter, or the transport's deadline), and the cleanup that releases all of it. One object per request
  * (not a bag of closures): it is made on the hot path.
  */
-class RequestJob {
-  readonly options: { priority?: number; timeoutMicroseconds?: number; cancellation: Cancellation };
+class RequestJob implements EnqueueOptions {
+  /** Queue placement (the job is its own EnqueueOptions). */
+  readonly priority: number | undefined;
+  readonly timeoutMicroseconds: number | undefined;
   private readonly start = performance.now();
   private readonly unfollow: (() => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -85,9 +87,10 @@ class RequestJob {
     readonly request: ScheduledRequest,
     readonly rows: number,
     readonly batchKey: string,
-    private readonly cancellation: Cancellation,
+    readonly cancellation: Cancellation,
   ) {
-    this.options = { priority: req.priority, timeoutMicroseconds: req.timeoutMicroseconds, cancellation };
+    this.priority = req.priority;
+    this.timeoutMicroseconds = req.timeoutMicroseconds;
     this.unfollow = req.signal ? cancellation.follow(req.signal) : undefined;
     const timeoutMs = req.deadline !== undefined ? req.deadline - Date.now() : req.timeoutMicroseconds ? req.timeoutMicroseconds / 1000 : undefined;
     if (timeoutMs !== undefined) {
@@ -292,7 +295,7 @@ export class Model {
       return Promise.reject(err);
     }
     // Continuations instead of an async function: this runs for every request.
-    return job.race(this.scheduler.enqueue(job.request, job.rows, job.batchKey, job.options)).then(
+    return job.race(this.scheduler.enqueue(job.request, job.rows, job.batchKey, job)).then(
       (scheduled) => {
         try {
           job.throwIfCancelled();
@@ -323,7 +326,7 @@ export class Model {
       throw new TritonError('UNSUPPORTED', `model '${this.name}' is not decoupled: use ModelInfer or /infer`);
     }
     const job = this.prepare(req);
-    const stream = this.scheduler.enqueueStream(job.request, job.rows, job.batchKey, job.options, highWaterMark);
+    const stream = this.scheduler.enqueueStream(job.request, job.rows, job.batchKey, job, highWaterMark);
     const { name, version, statistics } = this;
     async function* responses(): AsyncGenerator<InferenceResponse & { final: boolean }> {
       let finished = false;
@@ -364,9 +367,8 @@ export class Model {
   private prepare(req: InferenceRequest): RequestJob {
     if (!this.ready) throw new TritonError('MODEL_NOT_READY', `Request for unavailable model: '${this.name}' is not ready`);
     // Built only when an error message needs it.
-    const prefix = () => `[request id: ${req.id || '<id_unknown>'}] `;
-    const { inputs, rows, batchKey } = this.validateInputs(req, prefix);
-    const requestedOutputs = this.validateRequestedOutputs(req, prefix);
+    const { inputs, rows, batchKey } = this.validateInputs(req);
+    const requestedOutputs = this.validateRequestedOutputs(req);
     const cancellation = req.cancellation ?? new Cancellation();
     this.live++;
     this.created++;
@@ -382,7 +384,7 @@ export class Model {
     this.released++;
   }
 
-  private validateInputs(req: InferenceRequest, prefix: () => string): { inputs: Record<string, Tensor>; rows: number; batchKey: string } {
+  private validateInputs(req: InferenceRequest): { inputs: Record<string, Tensor>; rows: number; batchKey: string } {
     const inputs: Record<string, Tensor> = {};
     let rows = -1;
     // Requests batch together only when their inputs and non-batch dims agree: the key says both.
@@ -391,24 +393,24 @@ export class Model {
     const batched = this.maxBatchSize > 0;
     for (const { name, tensor: t } of req.inputs) {
       const spec = this.inputByName.get(name);
-      if (!spec) throw invalid(`${prefix()}unexpected inference input '${name}' for model '${this.name}'`);
-      if (name in inputs) throw invalid(`${prefix()}input '${name}' was given more than once for model '${this.name}'`);
+      if (!spec) throw invalid(`${prefixOf(req.id)}unexpected inference input '${name}' for model '${this.name}'`);
+      if (name in inputs) throw invalid(`${prefixOf(req.id)}input '${name}' was given more than once for model '${this.name}'`);
       if (t.dtype !== spec.dtype) {
-        throw invalid(`${prefix()}inference input '${name}' data-type is '${t.dtype}', but model '${this.name}' expects '${spec.dtype}'`);
+        throw invalid(`${prefixOf(req.id)}inference input '${name}' data-type is '${t.dtype}', but model '${this.name}' expects '${spec.dtype}'`);
       }
       if (batched) {
         const batch = t.shape[0];
         if (batch === undefined) {
-          throw invalid(`${prefix()}inference input '${name}' for model '${this.name}' has no batch dimension; expected shape [-1,${spec.shape.join(',')}]`);
+          throw invalid(`${prefixOf(req.id)}inference input '${name}' for model '${this.name}' has no batch dimension; expected shape [-1,${spec.shape.join(',')}]`);
         }
         if (rows === -1) rows = batch;
         else if (batch !== rows) {
-          throw invalid(`${prefix()}inference input '${name}' batch size ${batch} does not match the batch size ${rows} of the other inputs for model '${this.name}'`);
+          throw invalid(`${prefixOf(req.id)}inference input '${name}' batch size ${batch} does not match the batch size ${rows} of the other inputs for model '${this.name}'`);
         }
       }
       if (!shapeMatches(t.shape, batched ? 1 : 0, spec.shape)) {
         const expected = this.maxBatchSize > 0 ? [-1, ...spec.shape] : spec.shape;
-        throw invalid(`${prefix()}unexpected shape for input '${name}' for model '${this.name}'. Expected [${expected.join(',')}], got [${t.shape.join(',')}]`);
+        throw invalid(`${prefixOf(req.id)}unexpected shape for input '${name}' for model '${this.name}'. Expected [${expected.join(',')}], got [${t.shape.join(',')}]`);
       }
       inputs[name] = t;
       let part = `${name}:`;
@@ -421,14 +423,14 @@ export class Model {
       const required = this.inputs.filter((s) => !s.optional).length;
       const got = Object.keys(inputs);
       throw invalid(
-        `${prefix()}expected ${required} inputs but got ${got.length} inputs for model '${this.name}'. ` +
+        `${prefixOf(req.id)}expected ${required} inputs but got ${got.length} inputs for model '${this.name}'. ` +
           `Got input(s) [${got.map((n) => `'${n}'`).join(', ')}], but missing required input(s) [${missing.map((n) => `'${n}'`).join(', ')}]. ` +
           'Please provide all required input(s).',
       );
     }
     if (this.maxBatchSize > 0) {
       if (rows < 1 || rows > this.maxBatchSize) {
-        throw invalid(`${prefix()}inference request batch-size must be <= ${this.maxBatchSize} for '${this.name}'` + (rows < 1 ? ` and >= 1, got ${rows}` : ''));
+        throw invalid(`${prefixOf(req.id)}inference request batch-size must be <= ${this.maxBatchSize} for '${this.name}'` + (rows < 1 ? ` and >= 1, got ${rows}` : ''));
       }
     } else {
       rows = 1;
@@ -436,17 +438,17 @@ export class Model {
     return { inputs, rows, batchKey: keyParts ? keyParts.sort().join('|') : key };
   }
 
-  private validateRequestedOutputs(req: InferenceRequest, prefix: () => string): readonly string[] {
+  private validateRequestedOutputs(req: InferenceRequest): readonly string[] {
     if (req.requestedOutputs === undefined || req.requestedOutputs.length === 0) return this.allOutputNames;
     for (const name of req.requestedOutputs) {
-      if (!this.outputByName.has(name)) throw invalid(`${prefix()}unexpected inference output '${name}' for model '${this.name}'`);
+      if (!this.outputByName.has(name)) throw invalid(`${prefixOf(req.id)}unexpected inference output '${name}' for model '${this.name}'`);
     }
     return req.requestedOutputs;
   }
 
   /** Checks one raw response against the output specs and orders it as the request asked. */
   private validateOutputs(request: Request, response: Response): NamedTensor[] {
-    const prefix = () => `[request id: ${request.id || '<id_unknown>'}] `;
+    const prefix = () => prefixOf(request.id);
     const requested = request.requestedOutputs;
     const rows = this.maxBatchSize > 0 ? firstRows(request.inputs) : 1;
     if (typeof response !== 'object' || response === null) {
@@ -474,6 +476,11 @@ export class Model {
       return { name, tensor: t };
     });
   }
+}
+
+/** How error messages name a request, as Triton does. */
+function prefixOf(id: string): string {
+  return `[request id: ${id || '<id_unknown>'}] `;
 }
 
 /** Dim 0 of a request's first input (0 when it has none). */
