@@ -4,11 +4,11 @@
  * batch sizes), measured in the same run, back to back in every round, medians over rounds. Also the OCR
  * pipeline's images/s through the `ocr` model at concurrency 1 and 8.
  *
- *   npm run build && node dist/bench/onnx/run.js [--rounds 3 --cells cnn:1,cnn:8,mlp:8,mlp:16,mlp:64,rec:4,rec:8 --target-ms 1000
+ *   npm run build && node dist/bench/onnx/run.js [--rounds 3 --concurrency 2 --cells cnn:1,cnn:8,mlp:8,mlp:16,mlp:64,rec:4,rec:8 --target-ms 1000
  *                                                 --profile --no-write]
  *
  * Count windows, not time windows: a sample is K batches (K ≈ target-ms of model work, at least 3) after a
- * warm-up, so a slow model's throughput is not rounded to whole batches. Served throughput is measured at c=2
+ * warm-up, so a slow model's throughput is not rounded to whole batches. Served throughput is measured at c=2 (--concurrency)
  * (the next request is received and decoded while the worker runs the current one); the per-batch overhead at
  * c=1 (served p50 latency − direct median run time) is reported too.
  * Results are printed and written to the onnx block of docs/performance.md.
@@ -31,6 +31,8 @@ const OCR_TEXT = 'HELLO WORLD 2026';
 
 interface Options {
   rounds: number;
+  /** Connections of the served throughput measurement. */
+  concurrency: number;
   cells: { model: ModelKey; batch: number }[];
   targetMs: number;
   profile: boolean;
@@ -40,6 +42,7 @@ interface Options {
 function parseOptions(argv: string[]): Options {
   const o: Options = {
     rounds: 3,
+    concurrency: 2,
     cells: [
       { model: 'cnn', batch: 1 },
       { model: 'cnn', batch: 8 },
@@ -61,6 +64,7 @@ function parseOptions(argv: string[]): Options {
       return v;
     };
     if (a === '--rounds') o.rounds = Number(next());
+    else if (a === '--concurrency') o.concurrency = Number(next());
     else if (a === '--target-ms') o.targetMs = Number(next());
     else if (a === '--cells') {
       o.cells = next()
@@ -182,16 +186,16 @@ function report(o: Options, cells: Cell[], ocr: OcrRuns, startedAt: Date, loads:
     '',
     '**Served vs direct** (items/s = rows per second; medians over rounds; "per round" = range of the paired ratios):',
     '',
-    '| model | batch | batches per sample | direct items/s | served items/s (c=2) | served / direct | bar | direct ms/batch | served c=1 p50 ms | overhead per batch at c=1, ms | overhead per batch from throughput, ms |',
+    `| model | batch | batches per sample | direct items/s | served items/s (c=${o.concurrency}) | served / direct | bar | direct ms/batch | served c=1 p50 ms | overhead per batch at c=1, ms | overhead per batch from throughput, ms |`,
     '| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |',
     ...rows,
     '',
     '**Where the time went**, ms per batch (medians over rounds; from /proc/<pid>/task/*/schedstat: CPU = time on a CPU,',
     'waiting = time runnable but waiting for a CPU, i.e. the machine was busy). The served worker thread runs the model; the',
-    'main thread does HTTP, validation, scheduling and the hand-off. At c=2 the two overlap, so with a free core for the main',
+    'main thread does HTTP, validation, scheduling and the hand-off. With requests in flight the two overlap, so with a free core for the main',
     'thread the served time per batch is the worker CPU plus the hand-off, and the ratio tends to the last column.',
     '',
-    '| model | batch | direct wall | direct CPU | direct waiting | served wall (c=2) | served worker CPU | served worker waiting | served main CPU | served main waiting | direct CPU ÷ served worker CPU |',
+    `| model | batch | direct wall | direct CPU | direct waiting | served wall (c=${o.concurrency}) | served worker CPU | served worker waiting | served main CPU | served main waiting | direct CPU ÷ served worker CPU |`,
     '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...cpuRows,
     '',
@@ -211,11 +215,11 @@ function report(o: Options, cells: Cell[], ocr: OcrRuns, startedAt: Date, loads:
     '- *Served*: bench/onnx/server.ts, `new Triton({ httpPort: 0, allowGrpc: false, allowMetrics: false })` with each model bound as',
     `  \`onnxModel({ path, maxBatchSize: ${MAX_BATCH}, intraOpNumThreads: 1 })\` and \`config: { batcher: null }\` (one worker instance;`,
     "  each request runs alone, so a batch is exactly the request's rows). Requests: binary input, `binary_data: true` output,",
-    '  from bench/scheduler/loadgen.ts (raw keep-alive sockets) in its own process. Throughput at c=2 (the next request is',
+    `  from bench/scheduler/loadgen.ts (raw keep-alive sockets) in its own process. Throughput at c=${o.concurrency} (\`--concurrency\`; the next request is`,
     '  received while the worker runs the current one), latency at c=1.',
     "- *Direct*: bench/onnx/direct.ts, a separate process running `await session.run(feeds, [output])` in a loop on its main thread,",
     "  with our instances' session options (cpu provider, 1 intra-op thread, 1 inter-op thread, all graph optimizations).",
-    `- Each sample is K batches (K ≈ ${o.targetMs} ms of model work, at least 3) after 1–2 warm-up batches. ${o.rounds} rounds; in each, direct, served c=2`,
+    `- Each sample is K batches (K ≈ ${o.targetMs} ms of model work, at least 3) after 1–2 warm-up batches. ${o.rounds} rounds; in each, direct, served c=${o.concurrency}`,
     '  and served c=1 run back to back, in reverse order every other round. The overhead per batch at c=1 is the paired (same',
     '  round) served p50 − direct median; from throughput it is batch/served − batch/direct.',
     '- OCR: `bindOcr(triton, { threads: 1 })` (examples/ocr/model.ts): ocr_det (maxBatchSize 4) and ocr_rec (maxBatchSize 32) with',
@@ -290,7 +294,7 @@ async function main(): Promise<void> {
           c.direct.push({ itemsPerS: (1000 * c.batch * d.times.length) / total, medianMs: median(d.times), cpuMs: u.runNs / 1e6 / batches, waitMs: u.waitNs / 1e6 / batches });
         },
         async () => {
-          const s = await measure(load, server, spec(c.payload, 2, 2, c.k), `${what} served c=2`);
+          const s = await measure(load, server, spec(c.payload, o.concurrency, o.concurrency, c.k), `${what} served c=${o.concurrency}`);
           c.served.push({ itemsPerS: s.rps * c.batch, sample: s });
         },
         async () => {
