@@ -74,6 +74,12 @@ export type InferCallable = (requests: Request[], instance?: InstanceContext) =>
  */
 export type DecoupledCallable = (requests: Request[], instance?: InstanceContext) => AsyncIterable<StreamItem>;
 
+/**
+ * The key under which a server request carries a buffer its inputs view and nobody else reads, which an
+ * instance may move to another thread (see `InferenceRequest.movableBuffer`).
+ */
+export const MOVABLE_BUFFER: unique symbol = Symbol('tstriton.movableBuffer');
+
 /** An AbortSignal that never fires, for requests that carry none. */
 export const NEVER_ABORTED: AbortSignal = new AbortController().signal;
 

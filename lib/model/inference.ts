@@ -32,6 +32,11 @@ export interface InferenceRequest {
   readonly deadline?: number;
   /** Models on the call path when this request comes from a model (BLS or ensemble step), outermost first. */
   readonly chain?: readonly string[];
+  /**
+   * A buffer that holds this request's input data and nothing anyone else reads (a request body the transport
+   * assembled itself): a worker instance may move it to its thread instead of copying the inputs out of it.
+   */
+  readonly movableBuffer?: ArrayBufferLike;
 }
 
 /** A validated response, outputs in the order the transport must write them. */

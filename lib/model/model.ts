@@ -1,4 +1,4 @@
-import type { InferCall, OutputValue, Request, Response } from '../callable';
+import { MOVABLE_BUFFER, type InferCall, type OutputValue, type Request, type Response } from '../callable';
 import { CANCELLATION, Cancellation } from '../cancellation';
 import { warmupRequests } from './warmup';
 import { ModelStatistics, type FailureReason } from './model-statistics';
@@ -45,6 +45,7 @@ export type BlsHandler = (call: InferCall, chain: readonly string[], caller: Can
 class ScheduledRequest implements Request {
   infer: Request['infer'];
   readonly [CANCELLATION]: Cancellation;
+  [MOVABLE_BUFFER]: ArrayBufferLike | undefined;
 
   constructor(
     readonly inputs: Request['inputs'],
@@ -54,6 +55,7 @@ class ScheduledRequest implements Request {
     cancellation: Cancellation,
   ) {
     this[CANCELLATION] = cancellation;
+    this[MOVABLE_BUFFER] = undefined;
   }
 
   get signal(): AbortSignal {
@@ -373,6 +375,7 @@ export class Model {
     this.live++;
     this.created++;
     const request = new ScheduledRequest(inputs, req.parameters, requestedOutputs, req.id, cancellation);
+    request[MOVABLE_BUFFER] = req.movableBuffer;
     const bls = this.bls;
     if (bls) request.infer = (call) => bls(call, [...(req.chain ?? []), this.name], cancellation);
     return new RequestJob(this, req, request, rows, batchKey, cancellation);

@@ -92,4 +92,42 @@ describe('worker instances behind a real server', () => {
       await solo.stop();
     }
   });
+
+  it('hands a large binary input to the worker in the request body it arrived in, without copying it out', async () => {
+    const big = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' });
+    big.bind({
+      modelName: 'seen',
+      inferFunc: workers({ module: ECHO, devices: ['cpu'] }),
+      inputs: [{ name: 'x', dtype: 'FP32', shape: [-1] }],
+      outputs: [
+        { name: 'y', dtype: 'FP32', shape: [-1] },
+        { name: 'seen', dtype: 'BYTES', shape: [1] },
+      ],
+      config: { batching: false },
+    });
+    await big.run();
+    try {
+      const n = 1 << 16;
+      const x = new Float32Array(n).map((_, i) => i % 7);
+      const json = JSON.stringify({ inputs: [{ name: 'x', datatype: 'FP32', shape: [n], parameters: { binary_data_size: n * 4 } }] });
+      // Padded to a multiple of 4 bytes, so the FP32 data is aligned where it lies in the body.
+      const header = Buffer.from(json.padEnd(Math.ceil(json.length / 4) * 4, ' '));
+      const res = await fetch(`http://127.0.0.1:${big.ports.http}/v2/models/seen/infer`, {
+        method: 'POST',
+        headers: { 'Inference-Header-Content-Length': String(header.length) },
+        body: Buffer.concat([header, Buffer.from(x.buffer)]),
+      });
+      expect(res.status).toBe(200);
+      const out = (await res.json()) as { outputs: { name: string; data: (number | string)[] }[] };
+      const y = out.outputs.find((o) => o.name === 'y')!.data as number[];
+      expect(y.length).toBe(n);
+      expect(y.slice(0, 8)).toEqual([0, 2, 4, 6, 8, 10, 12, 0]);
+      // The worker's array views the whole body: it starts after the JSON header, in a buffer as large as the body.
+      const seen = JSON.parse(out.outputs.find((o) => o.name === 'seen')!.data[0] as string) as { byteOffset: number; bufferByteLength: number };
+      expect(seen.byteOffset).toBe(header.length);
+      expect(seen.bufferByteLength).toBe(header.length + n * 4);
+    } finally {
+      await big.stop();
+    }
+  });
 });

@@ -2,7 +2,7 @@
 import type { ParameterValue, Request } from '../../callable';
 import { Cancellation, cancellationOf } from '../../cancellation';
 import type { Tensor } from '../../tensor/tensor';
-import { NEVER_ABORTED } from '../../callable';
+import { MOVABLE_BUFFER, NEVER_ABORTED } from '../../callable';
 import { decodeColumns, encodeColumns, TransferList } from './columns';
 import { deserializeError, serializeError } from './error-transfer';
 import type { WireBatch, WireResult } from './messages';
@@ -19,10 +19,18 @@ export interface Encoded<T> {
  */
 export function encodeRequests(requests: readonly Request[], copyAll = false): Encoded<WireBatch> {
   const transfers = new TransferList();
+  let movable: Set<ArrayBufferLike> | undefined;
+  if (!copyAll) {
+    for (const r of requests) {
+      const buffer = (r as { [MOVABLE_BUFFER]?: ArrayBufferLike })[MOVABLE_BUFFER];
+      if (buffer) (movable ??= new Set()).add(buffer);
+    }
+  }
   const inputs = encodeColumns(
     requests.map((r) => r.inputs),
     transfers,
     copyAll,
+    movable,
   );
   const first = requests[0];
   let parameters: Record<string, ParameterValue>[] | undefined;

@@ -9,7 +9,9 @@
  * Data moves with at most one copy:
  * - when the column's arrays lie back to back in one buffer they cover whole (what `@batch` and the ONNX
  *   runner return: views splitting one output), that buffer is transferred (detached on the sending side);
- * - when each array covers a buffer of its own and the column holds 64 KiB or more, each buffer is transferred;
+ * - when each array covers a buffer of its own, or lies in a buffer the sender says nobody else reads (a
+ *   request body assembled by the HTTP transport), and the column holds 64 KiB or more, each buffer is
+ *   transferred (a body with the rest of its bytes);
  * - otherwise (views into request bodies or Node's Buffer pool, or small arrays) the arrays are copied back
  *   to back into one new buffer, which is transferred;
  * - arrays over a SharedArrayBuffer are shared as they are.
@@ -70,7 +72,12 @@ export class TransferList {
  * Encodes `items` (records of tensors by name) as columns, in the order names are first seen.
  * `copyAll` copies every array instead of moving buffers: the fallback when a buffer cannot be transferred.
  */
-export function encodeColumns(items: readonly Readonly<Record<string, unknown>>[], transfers: TransferList, copyAll = false): Column[] {
+export function encodeColumns(
+  items: readonly Readonly<Record<string, unknown>>[],
+  transfers: TransferList,
+  copyAll = false,
+  movable?: ReadonlySet<ArrayBufferLike>,
+): Column[] {
   const names: string[] = [];
   const seen = new Set<string>();
   for (const item of items) {
@@ -81,10 +88,16 @@ export function encodeColumns(items: readonly Readonly<Record<string, unknown>>[
       }
     }
   }
-  return names.map((name) => encodeColumn(name, items, transfers, copyAll));
+  return names.map((name) => encodeColumn(name, items, transfers, copyAll, movable));
 }
 
-function encodeColumn(name: string, items: readonly Readonly<Record<string, unknown>>[], transfers: TransferList, copyAll: boolean): Column {
+function encodeColumn(
+  name: string,
+  items: readonly Readonly<Record<string, unknown>>[],
+  transfers: TransferList,
+  copyAll: boolean,
+  movable: ReadonlySet<ArrayBufferLike> | undefined,
+): Column {
   const shapes: number[] = [];
   /** Per item: -1 when absent, 0 when present (the shapes of an 'other' column). */
   const presence: number[] = [];
@@ -116,7 +129,7 @@ function encodeColumn(name: string, items: readonly Readonly<Record<string, unkn
     return dtype === undefined ? { name, shapes, data } : { name, dtype, shapes, data };
   };
   if (uniform && tensors.every((t) => isTypedArray(t.data))) {
-    return typed(encodeNumeric(tensors.map((t) => t.data as TypedArray), transfers, copyAll));
+    return typed(encodeNumeric(tensors.map((t) => t.data as TypedArray), transfers, copyAll, movable));
   }
   if (uniform && tensors.every((t) => isBytesList(t.data))) {
     const elements = tensors.flatMap((t) => t.data as (Uint8Array | string)[]);
@@ -127,7 +140,8 @@ function encodeColumn(name: string, items: readonly Readonly<Record<string, unkn
   return { name, shapes: presence, data: { kind: 'other', values } };
 }
 
-function encodeNumeric(arrays: TypedArray[], transfers: TransferList, copyAll: boolean): ColumnData {
+function encodeNumeric(arrays: TypedArray[], transfers: TransferList, copyAll: boolean, movable: ReadonlySet<ArrayBufferLike> | undefined): ColumnData {
+  const mayMove = (a: TypedArray) => ownsBuffer(a) || movable?.has(a.buffer) === true;
   const first = arrays[0];
   if (!first) return { kind: 'packed', array: new Uint8Array(0), lengths: [] };
   const lengths = arrays.map((a) => a.length);
@@ -142,8 +156,8 @@ function encodeNumeric(arrays: TypedArray[], transfers: TransferList, copyAll: b
   }
   let bytes = 0;
   for (const a of arrays) bytes += a.byteLength;
-  if (!sameType || arrays.some((a) => types.isSharedArrayBuffer(a.buffer)) || (!copyAll && bytes >= TRANSFER_THRESHOLD_BYTES && arrays.every(ownsBuffer))) {
-    return { kind: 'parts', arrays: arrays.map((a) => moveOrCopy(a, transfers, copyAll)) };
+  if (!sameType || arrays.some((a) => types.isSharedArrayBuffer(a.buffer)) || (!copyAll && bytes >= TRANSFER_THRESHOLD_BYTES && arrays.every(mayMove))) {
+    return { kind: 'parts', arrays: arrays.map((a) => moveOrCopy(a, transfers, !copyAll && mayMove(a))) };
   }
   const arena = new ArrayBuffer(bytes);
   const target = new Uint8Array(arena);
@@ -175,9 +189,9 @@ function ownsBuffer(a: TypedArray): boolean {
 }
 
 /** The array itself (its buffer transferred or shared), or a private copy of it. */
-function moveOrCopy(a: TypedArray, transfers: TransferList, copyAll: boolean): TypedArray {
+function moveOrCopy(a: TypedArray, transfers: TransferList, move: boolean): TypedArray {
   if (types.isSharedArrayBuffer(a.buffer)) return a;
-  if (!copyAll && ownsBuffer(a)) {
+  if (move) {
     transfers.add(a.buffer);
     return a;
   }

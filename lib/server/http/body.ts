@@ -51,7 +51,7 @@ function collect(req: IncomingMessage, limit: number): Promise<Buffer> {
     req.on('end', () => {
       if (settled) return;
       settled = true;
-      resolve(more ? Buffer.concat(more, size) : (first ?? Buffer.alloc(0)));
+      resolve(more ? assemble(more, size) : (first ?? Buffer.alloc(0)));
     });
     const fail = (err: Error) => {
       if (settled) return;
@@ -61,6 +61,25 @@ function collect(req: IncomingMessage, limit: number): Promise<Buffer> {
     req.on('error', fail);
     req.on('aborted', () => fail(new Error('client closed the connection')));
   });
+}
+
+/** Bodies assembled from several chunks, into memory of their own (no pool, nothing else in it). */
+const assembled = new WeakSet<ArrayBufferLike>();
+
+function assemble(chunks: readonly Buffer[], size: number): Buffer {
+  const body = Buffer.allocUnsafeSlow(size);
+  let offset = 0;
+  for (const c of chunks) offset += c.copy(body, offset);
+  assembled.add(body.buffer);
+  return body;
+}
+
+/**
+ * The memory of `body` when it holds that body alone (it was assembled here from several chunks), so the
+ * request's inputs, which view it, may move to a worker thread with it instead of being copied out.
+ */
+export function ownMemory(body: Buffer): ArrayBufferLike | undefined {
+  return assembled.has(body.buffer) ? body.buffer : undefined;
 }
 
 function tooLarge(size: number, limit: number): TritonError {

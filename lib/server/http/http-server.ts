@@ -4,7 +4,7 @@ import express, { type Express, type NextFunction, type Router } from 'express';
 import { Cancellation } from '../../cancellation';
 import { TritonError, toTritonError } from '../../errors';
 import type { ServerCore } from '../server-core';
-import { compress, negotiateEncoding, readBody } from './body';
+import { compress, negotiateEncoding, ownMemory, readBody } from './body';
 import { forwardHeaders, headerMatcher } from '../forward-headers';
 import { handleGenerate } from './generate';
 import { decodeHttpInfer, encodeHttpInfer } from './infer-codec';
@@ -95,7 +95,7 @@ export class HttpServer {
       if (headerLength !== null && !Number.isInteger(headerLength)) {
         throw new TritonError('INVALID_ARGUMENT', `inference header size should be in range (0, ${body.length}), got: ${ihcl}`);
       }
-      const decoded = decodeHttpInfer(body, headerLength, model, this.core.config.jsonMaxDepth, cancellation);
+      const decoded = decodeHttpInfer(body, headerLength, model, this.core.config.jsonMaxDepth, cancellation, ownMemory(body));
       if (this.forward) forwardHeaders(decoded.request.parameters as Record<string, unknown>, Object.entries(req.headers), this.forward);
       const response = await this.core.infer(decoded.request);
       const { json, blobs } = encodeHttpInfer(response, decoded);

@@ -28,6 +28,7 @@ export function decodeHttpInfer(
   model: Model,
   maxDepth: number,
   cancellation: Cancellation,
+  movableBuffer?: ArrayBufferLike,
 ): DecodedHttpInfer {
   if (headerLength === 0) return decodeRawBinary(body, model, cancellation);
   const jsonLength = headerLength ?? body.length;
@@ -112,6 +113,7 @@ export function decodeHttpInfer(
       priority,
       timeoutMicroseconds,
       cancellation,
+      movableBuffer,
     },
     binaryByOutput,
     binaryDefault: binaryDataOutput,

@@ -1,4 +1,4 @@
-import { NEVER_ABORTED, type Request } from '../../../lib/callable';
+import { MOVABLE_BUFFER, NEVER_ABORTED, type Request } from '../../../lib/callable';
 import { Cancellation, CANCELLATION } from '../../../lib/cancellation';
 import { TritonError, UnrecoverableError } from '../../../lib/errors';
 import { decodeRequests, decodeResponses, encodeRequests, encodeResponses } from '../../../lib/instances/worker/batch-codec';
@@ -92,6 +92,26 @@ describe('encodeRequests / decodeRequests', () => {
     expect([detached(a.buffer), detached(b.buffer)]).toEqual([true, true]);
     expect((r0!.inputs.x!.data as Float32Array)[n - 1]).toBe(1);
     expect((r1!.inputs.x!.data as Float32Array)[0]).toBe(2);
+  });
+
+  it('moves a large input with the request body it views when the request says nobody else reads that body', () => {
+    const n = TRANSFER_THRESHOLD_BYTES / 4;
+    const body = new ArrayBuffer(64 + n * 4);
+    const x = new Float32Array(body, 64, n).fill(3);
+    const moved = encodeRequests([{ ...request({ x: { dtype: 'FP32', shape: [n], data: x } }), [MOVABLE_BUFFER]: body } as Request]);
+    expect(moved.transferList).toEqual([body]);
+    const [got] = decodeRequests(send(moved)).requests;
+    expect(detached(body)).toBe(true);
+    const data = got!.inputs.x!.data as Float32Array;
+    expect([data.byteOffset, data.length, data[n - 1]]).toEqual([64, n, 3]);
+
+    // Without the request's word, the body stays and the input is copied out of it.
+    const kept = new ArrayBuffer(64 + n * 4);
+    const y = new Float32Array(kept, 64, n).fill(4);
+    const copied = encodeRequests([request({ x: { dtype: 'FP32', shape: [n], data: y } })]);
+    expect(copied.transferList).not.toContain(kept);
+    expect((decodeRequests(send(copied)).requests[0]!.inputs.x!.data as Float32Array)[0]).toBe(4);
+    expect(detached(kept)).toBe(false);
   });
 
   it('copies small arrays that own their buffers into one, leaving them intact', () => {
