@@ -28,9 +28,13 @@ export function decodeJsonData<D extends DataType>(
   if (row.json === 'binary-only') {
     throw new TritonError('INVALID_ARGUMENT', `${what}: sending ${dtype} data via JSON is not supported, use the binary data extension`);
   }
+  const count = elementCount(shape);
+  if (row.json === 'float') {
+    const direct = floatsOf(data, count, row.array as Float32ArrayConstructor | Float64ArrayConstructor);
+    if (direct) return direct as TensorData<D>;
+  }
   const flat: unknown[] = [];
   flatten(data, flat, what);
-  const count = elementCount(shape);
   if (flat.length !== count) {
     throw new TritonError(
       'INVALID_ARGUMENT',
@@ -65,11 +69,32 @@ export function decodeJsonData<D extends DataType>(
   }
 }
 
+/**
+ * The common case of float data: a flat array of `count` numbers, read straight into the typed array.
+ * Anything else (nesting, BigInt literals, a wrong count or element) returns undefined for the general path.
+ */
+function floatsOf(data: unknown, count: number, Ctor: Float32ArrayConstructor | Float64ArrayConstructor): Float32Array | Float64Array | undefined {
+  if (!Array.isArray(data) || data.length !== count) return undefined;
+  const out = new Ctor(count);
+  for (let i = 0; i < count; i++) {
+    const v: unknown = data[i];
+    if (typeof v !== 'number') return undefined;
+    out[i] = v;
+  }
+  return out;
+}
+
 function decodeIntegers(dtype: DataType, flat: unknown[], what: string): TensorData {
   const [min, max] = INT_RANGES[dtype] as readonly [bigint, bigint];
   const big = dtype === 'INT64' || dtype === 'UINT64';
   const out = new (DTYPES[dtype].array as unknown as new (n: number) => { [i: number]: number | bigint })(flat.length);
+  const [minN, maxN] = [Number(min), Number(max)];
   flat.forEach((v, i) => {
+    // Numbers in range need no BigInt (JSON.parse gives numbers up to 2^53 exactly).
+    if (typeof v === 'number' && Number.isInteger(v) && v >= minN && v <= maxN && Number.isSafeInteger(v)) {
+      out[i] = big ? BigInt(v) : v;
+      return;
+    }
     let b: bigint;
     if (typeof v === 'bigint') b = v;
     else if (typeof v === 'number' && Number.isInteger(v)) b = BigInt(v);

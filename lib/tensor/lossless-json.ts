@@ -16,7 +16,8 @@ export function parseJson(text: string, maxDepth: number): unknown {
     } catch (err) {
       throw new TritonError('INVALID_ARGUMENT', `failed to parse the request JSON buffer: ${(err as Error).message}`);
     }
-    checkDepth(value, maxDepth);
+    // Every level opens a bracket and closes it: a text this short cannot nest deeper than the limit.
+    if (text.length > 2 * maxDepth) checkDepth(value, maxDepth);
     return value;
   }
   return new Parser(text, maxDepth).parseDocument();
