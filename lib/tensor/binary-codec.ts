@@ -23,8 +23,9 @@ export function decodeBinary<D extends DataType>(
   if (bytes.byteLength !== expected) {
     throw new TritonError('INVALID_ARGUMENT', `input byte size mismatch for ${what}. Expected ${expected}, got ${bytes.byteLength}`);
   }
-  // A Buffer's slice() is a view, so copy through the Uint8Array constructor, which owns its memory.
-  const aligned = bytes.byteOffset % row.size === 0 ? bytes : new Uint8Array(bytes);
+  // Unaligned data is copied once. Buffer.from copies small data into Node's pool, whose slices are 8-byte
+  // aligned (cheaper than a new ArrayBuffer per request), and larger data into memory of its own.
+  const aligned = bytes.byteOffset % row.size === 0 ? bytes : Buffer.from(bytes);
   return new Ctor(aligned.buffer, aligned.byteOffset, count) as unknown as TensorData<D>;
 }
 

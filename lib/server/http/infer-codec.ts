@@ -8,11 +8,17 @@ import { decodeJsonData, encodeJsonData } from '../../tensor/json-codec';
 import { parseJson } from '../../tensor/lossless-json';
 import { parseParameters } from '../parameters';
 
+/** A requested output and whether it goes back in binary. */
+export interface OutputFormat {
+  readonly name: string;
+  readonly binary: boolean;
+}
+
 /** A decoded HTTP infer request plus what the encoder needs to answer it. */
 export interface DecodedHttpInfer {
   request: InferenceRequest;
-  /** Per requested output, whether it goes back binary (none when the request names no outputs). */
-  binaryByOutput: Map<string, boolean> | undefined;
+  /** The outputs the request named with their `binary_data` flag, in order (none when it named no outputs). */
+  binaryByOutput: readonly OutputFormat[] | undefined;
   /** Binary for outputs the request did not list (`binary_data_output`). */
   binaryDefault: boolean;
 }
@@ -82,7 +88,7 @@ export function decodeHttpInfer(
   });
   if (offset !== body.length) throw invalid(`unexpected additional input data for model '${model.name}'`);
 
-  let binaryByOutput: Map<string, boolean> | undefined;
+  let binaryByOutput: OutputFormat[] | undefined;
   let requestedOutputs: string[] | undefined;
   if (header.outputs !== undefined) {
     if (!Array.isArray(header.outputs)) throw invalid("'outputs' must be an array");
@@ -98,7 +104,7 @@ export function decodeHttpInfer(
       }
       const binary = params.binary_data ?? false;
       if (typeof binary !== 'boolean') throw invalid(`output '${raw.name}': 'binary_data' must be a boolean`);
-      (binaryByOutput ??= new Map()).set(raw.name, binary);
+      (binaryByOutput ??= []).push({ name: raw.name, binary });
       return raw.name;
     });
   }
@@ -166,7 +172,7 @@ export interface EncodedHttpInfer {
 export function encodeHttpInfer(response: InferenceResponse, decoded: DecodedHttpInfer): EncodedHttpInfer {
   const blobs: Uint8Array[] = [];
   const outputs = response.outputs.map(({ name, tensor }) => {
-    const binary = decoded.binaryByOutput?.get(name) ?? decoded.binaryDefault;
+    const binary = binaryFor(decoded, name);
     const head = `{"name":${JSON.stringify(name)},"datatype":"${tensor.dtype}","shape":[${tensor.shape.join(',')}]`;
     if (!binary) return `${head},"data":${encodeJsonData(tensor)}}`;
     const blob = encodeBinary(tensor);
@@ -179,6 +185,14 @@ export function encodeHttpInfer(response: InferenceResponse, decoded: DecodedHtt
 }
 
 const NO_PARAMETERS: Readonly<Record<string, unknown>> = Object.freeze({});
+
+/** Whether output `name` goes back binary: as the request named it, else the request's default. */
+function binaryFor(decoded: DecodedHttpInfer, name: string): boolean {
+  let binary = decoded.binaryDefault;
+  // The last mention wins, should a request name an output twice.
+  if (decoded.binaryByOutput) for (const o of decoded.binaryByOutput) if (o.name === name) binary = o.binary;
+  return binary;
+}
 
 function isShape(v: unknown): v is number[] {
   if (!Array.isArray(v)) return false;
