@@ -1,4 +1,5 @@
 import * as http from 'node:http';
+import type { Socket } from 'node:net';
 import { listenOn } from '../listen';
 import express, { type Express, type NextFunction, type Router } from 'express';
 import { Cancellation } from '../../cancellation';
@@ -78,11 +79,9 @@ export class HttpServer {
 
   private async infer(req: http.IncomingMessage, res: http.ServerResponse, modelName: string, version: string | undefined): Promise<void> {
     const cancellation = new Cancellation();
+    const exchanges = exchangesOf(req.socket);
+    exchanges.add(cancellation);
     this.active++;
-    res.on('close', () => {
-      if (!res.writableFinished) cancellation.abort();
-      if (--this.active === 0) for (const w of this.idleWaiters.splice(0)) w();
-    });
     try {
       const model = this.core.repository.get(modelName, version);
       if (model.config.decoupled) {
@@ -109,6 +108,10 @@ export class HttpServer {
       if (tooLarge && !res.headersSent) res.setHeader('Connection', 'close');
       sendError(res, toTritonError(err));
       if (tooLarge) res.once('finish', () => req.destroy());
+    } finally {
+      // The response is written (handed to the socket): a client leaving now cancels nothing.
+      exchanges.delete(cancellation);
+      if (--this.active === 0) for (const w of this.idleWaiters.splice(0)) w();
     }
   }
 }
@@ -152,6 +155,26 @@ function writeInferResponse(res: http.ServerResponse, json: string, blobs: Uint8
   res.write(head);
   for (let i = 0; i < blobs.length - 1; i++) res.write(blobs[i]);
   res.end(blobs[blobs.length - 1]);
+}
+
+const EXCHANGES: unique symbol = Symbol('tstriton.httpExchanges');
+
+/**
+ * The cancellations of a connection's infer requests still being answered. One 'close' listener per
+ * connection (not per request) cancels them when the client goes away.
+ */
+function exchangesOf(socket: Socket & { [EXCHANGES]?: Set<Cancellation> }): Set<Cancellation> {
+  let exchanges = socket[EXCHANGES];
+  if (!exchanges) {
+    const created = new Set<Cancellation>();
+    socket[EXCHANGES] = created;
+    socket.once('close', () => {
+      for (const c of created) c.abort();
+      created.clear();
+    });
+    exchanges = created;
+  }
+  return exchanges;
 }
 
 /** Below this size, copying the response into one buffer is cheaper than a vectored write. */
