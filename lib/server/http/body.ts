@@ -13,15 +13,22 @@ export const SUPPORTED_ENCODINGS = ['gzip', 'deflate'] as const;
  * Reads a request body whatever its Content-Type, decompressing gzip or deflate, and enforces `limit`
  * on the decompressed size (and on the compressed size, which can only be smaller for honest input).
  */
-export async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
   if (encoding !== 'identity' && encoding !== 'gzip' && encoding !== 'deflate') {
-    throw new TritonError('UNSUPPORTED', `Unsupported compression type '${encoding}'; supported: gzip, deflate, identity`);
+    return Promise.reject(new TritonError('UNSUPPORTED', `Unsupported compression type '${encoding}'; supported: gzip, deflate, identity`));
   }
-  const declared = Number(req.headers['content-length']);
-  if (encoding === 'identity' && Number.isFinite(declared) && declared > limit) throw tooLarge(declared, limit);
+  if (encoding === 'identity') {
+    // The common case, without an async step of its own.
+    const declared = Number(req.headers['content-length']);
+    if (Number.isFinite(declared) && declared > limit) return Promise.reject(tooLarge(declared, limit));
+    return collect(req, limit);
+  }
+  return decompressed(req, limit, encoding);
+}
+
+async function decompressed(req: IncomingMessage, limit: number, encoding: 'gzip' | 'deflate'): Promise<Buffer> {
   const raw = await collect(req, limit);
-  if (encoding === 'identity') return raw;
   try {
     return encoding === 'gzip' ? await gunzip(raw, { maxOutputLength: limit }) : await inflate(raw, { maxOutputLength: limit });
   } catch (err) {
