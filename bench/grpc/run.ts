@@ -11,13 +11,13 @@
  * written to the `## gRPC` block of docs/performance.md.
  */
 import * as grpc from '@grpc/grpc-js';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { ModelInferRequestMessage, ModelInferResponseMessage } from '../../lib/server/grpc/messages';
 import { loadProtos } from '../../lib/server/grpc/protos';
-import type { ChildMessage, ParentMessage } from '../http/child';
+import { ServerProc, killChildren, spawnNode } from '../http/server-proc';
 import type { LoadMessage, LoadReply, LoadResult, LoadSpec } from './loadgen';
 
 const ROOT = path.resolve(__dirname, '../../..');
@@ -61,74 +61,6 @@ function parseOptions(argv: string[]): Options {
 }
 
 // ---- processes -----------------------------------------------------------------------------------
-
-const children: ChildProcess[] = [];
-
-function spawnNode(script: string, cpu: number | undefined): ChildProcess {
-  const args = [path.join(__dirname, script)];
-  const stdio: ['ignore', 'inherit', 'inherit', 'ipc'] = ['ignore', 'inherit', 'inherit', 'ipc'];
-  const child = cpu === undefined ? spawn(process.execPath, args, { stdio }) : spawn('taskset', ['-c', String(cpu), process.execPath, ...args], { stdio });
-  children.push(child);
-  return child;
-}
-
-function killChildren(): void {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-}
-
-class ServerProc {
-  private constructor(
-    readonly name: string,
-    readonly proc: ChildProcess,
-    readonly port: number,
-  ) {}
-
-  static start(name: string, script: string, cpu: number | undefined): Promise<ServerProc> {
-    const proc = spawnNode(script, cpu);
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`${name}: no 'ready' within 15 s`)), 15_000);
-      proc.once('exit', (code) => reject(new Error(`${name} exited with code ${code} before it was ready`)));
-      proc.on('message', function onMessage(m: ChildMessage) {
-        if (m.type === 'ready') {
-          clearTimeout(timer);
-          proc.off('message', onMessage);
-          resolve(new ServerProc(name, proc, m.port));
-        } else if (m.type === 'error') {
-          clearTimeout(timer);
-          reject(new Error(`${name}: ${m.message}`));
-        }
-      });
-    });
-  }
-
-  /** CPU time the server process has used so far, in microseconds. */
-  cpuMicros(): Promise<number> {
-    return new Promise((resolve) => {
-      const onMessage = (m: ChildMessage) => {
-        if (m.type !== 'cpu') return;
-        this.proc.off('message', onMessage);
-        resolve(m.user + m.system);
-      };
-      this.proc.on('message', onMessage);
-      this.proc.send({ type: 'cpu' } satisfies ParentMessage);
-    });
-  }
-
-  stop(): Promise<void> {
-    return new Promise((resolve) => {
-      if (this.proc.exitCode !== null) return resolve();
-      const timer = setTimeout(() => {
-        this.proc.kill('SIGKILL');
-        resolve();
-      }, 5000);
-      this.proc.once('exit', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-      this.proc.send({ type: 'stop' } satisfies ParentMessage);
-    });
-  }
-}
 
 function runLoad(proc: ChildProcess, spec: LoadSpec): Promise<LoadResult> {
   return new Promise((resolve, reject) => {
@@ -287,9 +219,9 @@ async function main(): Promise<void> {
   const log = (s: string) => process.stderr.write(`${s}\n`);
   log(`bench:grpc: ${machine()}; ${o.rounds} rounds × ${CONCURRENCIES.length} cells × 2 servers × (${o.warmupS} + ${o.durationS}) s${pinned ? '; pinned' : ''}`);
 
-  const base = await ServerProc.start('baseline', 'server-baseline.js', pinned ? 0 : undefined);
-  const ours = await ServerProc.start('ours', 'server-ours.js', pinned ? 0 : undefined);
-  const load = spawnNode('loadgen.js', pinned ? 1 : undefined);
+  const base = await ServerProc.start('baseline', path.join(__dirname, 'server-baseline.js'), pinned ? 0 : undefined);
+  const ours = await ServerProc.start('ours', path.join(__dirname, 'server-ours.js'), pinned ? 0 : undefined);
+  const load = spawnNode(path.join(__dirname, 'loadgen.js'), pinned ? 1 : undefined);
   for (const s of [base, ours]) await verify(s);
   log('bench:grpc: both servers answer OUTPUT0 = INPUT0');
   for (const s of [base, ours]) await measure(load, s, 32, 0, 1500);

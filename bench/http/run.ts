@@ -10,13 +10,13 @@
  * across rounds, so slow drifts of a noisy machine hit both alike. Figures are medians over rounds.
  * Results are printed and written to the `## HTTP` block of docs/performance.md.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { ChildMessage, ParentMessage } from './child';
 import type { LoadMessage, LoadReply, LoadResult, LoadSpec } from './loadgen';
+import { ServerProc, killChildren, spawnNode } from './server-proc';
 import { INFER_PATH, buildPayload, checkResponse, rawRequest, type Mode } from './payloads';
 
 const ROOT = path.resolve(__dirname, '../../..');
@@ -73,78 +73,8 @@ function parseOptions(argv: string[]): Options {
 // ---------------------------------------------------------------------------------------------------------
 // Child processes
 
-const children: ChildProcess[] = [];
-
 function hasTaskset(): boolean {
   return ['/usr/bin/taskset', '/bin/taskset'].some((p) => existsSync(p));
-}
-
-function spawnNode(script: string, cpu: number | undefined, nodeArgs: string[] = []): ChildProcess {
-  const args = [...nodeArgs, path.join(__dirname, script)];
-  const child =
-    cpu === undefined
-      ? spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
-      : spawn('taskset', ['-c', String(cpu), process.execPath, ...args], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  children.push(child);
-  return child;
-}
-
-function killChildren(): void {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-}
-
-class ServerProc {
-  private constructor(
-    readonly name: string,
-    readonly proc: ChildProcess,
-    readonly port: number,
-  ) {}
-
-  static start(name: string, script: string, cpu: number | undefined, nodeArgs: string[] = []): Promise<ServerProc> {
-    const proc = spawnNode(script, cpu, nodeArgs);
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`${name}: no 'ready' within 15 s`)), 15_000);
-      proc.once('exit', (code) => reject(new Error(`${name} exited with code ${code} before it was ready`)));
-      proc.on('message', function onMessage(m: ChildMessage) {
-        if (m.type === 'ready') {
-          clearTimeout(timer);
-          proc.off('message', onMessage);
-          resolve(new ServerProc(name, proc, m.port));
-        } else if (m.type === 'error') {
-          clearTimeout(timer);
-          reject(new Error(`${name}: ${m.message}`));
-        }
-      });
-    });
-  }
-
-  /** CPU time the server process has used so far, in microseconds. */
-  cpuMicros(): Promise<number> {
-    return new Promise((resolve) => {
-      const onMessage = (m: ChildMessage) => {
-        if (m.type !== 'cpu') return;
-        this.proc.off('message', onMessage);
-        resolve(m.user + m.system);
-      };
-      this.proc.on('message', onMessage);
-      this.proc.send({ type: 'cpu' } satisfies ParentMessage);
-    });
-  }
-
-  stop(): Promise<void> {
-    return new Promise((resolve) => {
-      if (this.proc.exitCode !== null) return resolve();
-      const timer = setTimeout(() => {
-        this.proc.kill('SIGKILL');
-        resolve();
-      }, 5000);
-      this.proc.once('exit', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-      this.proc.send({ type: 'stop' } satisfies ParentMessage);
-    });
-  }
 }
 
 class LoadGen {
@@ -350,9 +280,9 @@ async function main(): Promise<void> {
   const log = (s: string) => process.stderr.write(`${s}\n`);
   log(`bench:http: ${machine()}; ${o.rounds} rounds × ${o.modes.length * o.concurrencies.length} cells × 2 servers × (${o.warmupS} + ${o.durationS}) s${pinned ? '; pinned' : ''}`);
 
-  const base = await ServerProc.start('baseline', 'server-baseline.js', serverCpu);
-  const ours = await ServerProc.start('ours', 'server-ours.js', serverCpu, o.profile ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []);
-  const load = new LoadGen(spawnNode('loadgen.js', pinned ? 1 : undefined));
+  const base = await ServerProc.start('baseline', path.join(__dirname, 'server-baseline.js'), serverCpu);
+  const ours = await ServerProc.start('ours', path.join(__dirname, 'server-ours.js'), serverCpu, o.profile ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []);
+  const load = new LoadGen(spawnNode(path.join(__dirname, 'loadgen.js'), pinned ? 1 : undefined));
 
   for (const s of [base, ours]) for (const m of o.modes) await verify(s, m);
   log('bench:http: both servers answer OUTPUT0 = INPUT0 in both modes');

@@ -45,7 +45,7 @@ export type BlsHandler = (call: InferCall, chain: readonly string[], caller: Can
 class ScheduledRequest implements Request {
   infer: Request['infer'];
   readonly [CANCELLATION]: Cancellation;
-  [MOVABLE_BUFFER]: ArrayBufferLike | undefined;
+  readonly [MOVABLE_BUFFER]: ArrayBufferLike | undefined;
 
   constructor(
     readonly inputs: Request['inputs'],
@@ -53,9 +53,10 @@ class ScheduledRequest implements Request {
     readonly requestedOutputs: readonly string[],
     readonly id: string,
     cancellation: Cancellation,
+    movableBuffer: ArrayBufferLike | undefined,
   ) {
     this[CANCELLATION] = cancellation;
-    this[MOVABLE_BUFFER] = undefined;
+    this[MOVABLE_BUFFER] = movableBuffer;
   }
 
   get signal(): AbortSignal {
@@ -374,8 +375,7 @@ export class Model {
     const cancellation = req.cancellation ?? new Cancellation();
     this.live++;
     this.created++;
-    const request = new ScheduledRequest(inputs, req.parameters, requestedOutputs, req.id, cancellation);
-    request[MOVABLE_BUFFER] = req.movableBuffer;
+    const request = new ScheduledRequest(inputs, req.parameters, requestedOutputs, req.id, cancellation, req.movableBuffer);
     const bls = this.bls;
     if (bls) request.infer = (call) => bls(call, [...(req.chain ?? []), this.name], cancellation);
     return new RequestJob(this, req, request, rows, batchKey, cancellation);
