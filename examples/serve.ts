@@ -5,14 +5,19 @@ import { bindIdentity } from './identity/model';
 import { bindColorEnsemble } from './ensemble/model';
 import { bindOcr } from './ocr/model';
 import { bindStreamTokens } from './streaming/model';
+import { bindEmbedText } from './response-cache/model';
+
+/** The response cache `embed_text` uses, unless TSTRITON_RESPONSE_CACHE_BYTE_SIZE says otherwise. */
+const CACHE_BYTES = 16 * 1024 * 1024;
 
 async function main(): Promise<void> {
-  const triton = new Triton();
+  const triton = new Triton(process.env.TSTRITON_RESPONSE_CACHE_BYTE_SIZE ? {} : { responseCacheByteSize: CACHE_BYTES });
   bindAddSub(triton);
   bindIdentity(triton);
   bindOcr(triton);
   bindColorEnsemble(triton);
   bindStreamTokens(triton);
+  bindEmbedText(triton);
   process.exit(await triton.serve());
 }
 

@@ -13,6 +13,7 @@ import { createLogger, type Logger } from './logger';
 import type { InferenceRequest, InferenceResponse } from './model/inference';
 import { Model } from './model/model';
 import { ModelRepository } from './model/model-repository';
+import { ResponseCache } from './model/response-cache';
 import { GrpcServer } from './server/grpc/grpc-server';
 import { Metrics, MetricsServer } from './metrics/metrics';
 import { HttpServer } from './server/http/http-server';
@@ -73,6 +74,8 @@ export class Triton implements ServerCore, AsyncDisposable {
   readonly metrics: Metrics;
   /** Ports actually bound, by transport name, once running. */
   readonly ports: Record<string, number> = {};
+  /** The response cache (when `responseCacheByteSize` > 0), shared by the models that enable it. */
+  readonly responseCache: ResponseCache | undefined;
 
   private state: State = 'created';
   private readonly remote = new RemoteModels();
@@ -88,8 +91,9 @@ export class Triton implements ServerCore, AsyncDisposable {
     this.config = config instanceof TritonConfig ? config : TritonConfig.fromEnv(process.env, config);
     validateOrThrow(this.config, 'TritonConfig');
     this.logger = createLogger(this.config.logLevel);
+    this.responseCache = this.config.responseCacheByteSize > 0 ? new ResponseCache(this.config.responseCacheByteSize) : undefined;
     this.http = new HttpServer(this);
-    this.metrics = new Metrics(this.repository);
+    this.metrics = new Metrics(this.repository, this.responseCache);
     if (this.config.allowHttp) {
       this.addTransport({
         name: 'http',
@@ -135,6 +139,15 @@ export class Triton implements ServerCore, AsyncDisposable {
     const onnx = isOnnxModelSpec(options.inferFunc) ? resolveOnnxBinding(options.inferFunc, modelName, options) : undefined;
     const config = onnx?.config ?? (options.config instanceof ModelConfig ? options.config : new ModelConfig(options.config));
     validateOrThrow(config, `ModelConfig of model '${modelName}'`);
+    if (config.responseCache && !this.responseCache) {
+      throw new TritonError(
+        'INVALID_CONFIG',
+        `model '${modelName}' enables responseCache, but the server has no response cache: give it a size with new Triton({ responseCacheByteSize }) or TSTRITON_RESPONSE_CACHE_BYTE_SIZE`,
+      );
+    }
+    if (config.responseCache && config.decoupled) {
+      throw new TritonError('INVALID_CONFIG', `model '${modelName}' is decoupled: decoupled models cannot use the response cache`);
+    }
     const inputs = nameSpecs(onnx?.inputs ?? options.inputs ?? [], 'INPUT');
     const outputs = nameSpecs(onnx?.outputs ?? options.outputs ?? [], 'OUTPUT');
     inputs.forEach((s, i) => validateOrThrow(s, `input ${i} of model '${modelName}'`));
@@ -173,6 +186,7 @@ export class Triton implements ServerCore, AsyncDisposable {
       instances,
       strict: options.strict ?? false,
       onUnrecoverable: (err, m) => this.onUnrecoverable(err, m),
+      responseCache: config.responseCache ? this.responseCache : undefined,
     });
     this.repository.add(model);
     if (this.state === 'running') {

@@ -27,6 +27,7 @@ export interface TritonConfigInit {
   serverVersion?: string;
   httpHeaderForwardPattern?: string;
   grpcHeaderForwardPattern?: string;
+  responseCacheByteSize?: number;
 }
 
 const KEYS = [
@@ -48,6 +49,7 @@ const KEYS = [
   'serverVersion',
   'httpHeaderForwardPattern',
   'grpcHeaderForwardPattern',
+  'responseCacheByteSize',
 ] as const;
 
 /** Server settings. Defaults are Triton's; every field can also come from a `TSTRITON_*` variable. */
@@ -121,6 +123,14 @@ export class TritonConfig {
   @IsOptional()
   @IsString()
   grpcHeaderForwardPattern?: string;
+
+  /**
+   * Size in bytes of the response cache shared by the models that enable `responseCache` (Triton's
+   * `--cache-config local,size=N`); 0 means no cache.
+   */
+  @IsInt()
+  @Min(0)
+  responseCacheByteSize = 0;
 
   /** Version reported by server metadata. */
   @IsOptional()

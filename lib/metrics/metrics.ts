@@ -3,6 +3,7 @@ import { listenOn } from '../server/listen';
 import { Counter, Gauge, Registry, type Metric, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import type { Model } from '../model/model';
 import type { ModelRepository } from '../model/model-repository';
+import type { ResponseCache } from '../model/response-cache';
 
 type Labels = { model: string; version: string };
 
@@ -15,7 +16,10 @@ export class Metrics {
   /** The registry served on the metrics port; add your own metrics with `registers: [metrics.registry]`. */
   readonly registry = new Registry();
 
-  constructor(private readonly repository: ModelRepository) {
+  constructor(
+    private readonly repository: ModelRepository,
+    cache?: ResponseCache,
+  ) {
     const registers = [this.registry];
     const perModel = (name: string, help: string, read: (m: Model) => number) =>
       new Counter({
@@ -57,6 +61,27 @@ export class Metrics {
     perModel('nv_inference_compute_output_duration_us', 'Cumulative inference compute output duration in microseconds (does not include cached requests)', (m) =>
       us(m.statistics.computeOutput.ns),
     );
+    if (cache) {
+      perModel('nv_cache_num_hits_per_model', 'Number of cache hits per model', (m) => m.statistics.cacheHit.count);
+      perModel('nv_cache_num_misses_per_model', 'Number of cache misses per model', (m) => m.statistics.cacheMiss.count);
+      perModel('nv_cache_hit_duration_per_model', 'Total cache hit duration per model, in microseconds', (m) => us(m.statistics.cacheHit.ns));
+      perModel('nv_cache_miss_duration_per_model', 'Total cache miss (insert+lookup) duration per model, in microseconds', (m) => us(m.statistics.cacheMiss.ns));
+      const gauge = (name: string, help: string, read: () => number) =>
+        new Gauge({
+          name,
+          help,
+          registers,
+          collect() {
+            this.set(read());
+          },
+        });
+      gauge('nv_cache_num_entries', 'Number of responses stored in response cache', () => cache.entryCount);
+      gauge('nv_cache_num_lookups', 'Number of cache lookups in response cache', () => cache.lookups);
+      gauge('nv_cache_num_hits', 'Number of cache hits in response cache', () => cache.hits);
+      gauge('nv_cache_num_misses', 'Number of cache misses in response cache', () => cache.misses);
+      gauge('nv_cache_num_evictions', 'Number of cache evictions in response cache', () => cache.evictions);
+      gauge('nv_cache_util', 'Cache utilization [0.0 - 1.0]', () => cache.utilization);
+    }
     new Gauge({
       name: 'nv_inference_pending_request_count',
       help: 'Instantaneous number of pending requests awaiting execution per-model.',

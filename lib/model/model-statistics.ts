@@ -30,6 +30,9 @@ export class ModelStatistics {
   computeInput = zero();
   computeInfer = zero();
   computeOutput = zero();
+  /** Requests answered from the response cache (lookup time), and misses (lookup and insertion time). */
+  cacheHit = zero();
+  cacheMiss = zero();
   inferenceCount = 0;
   executionCount = 0;
   lastInference = 0;
@@ -46,6 +49,22 @@ export class ModelStatistics {
     add(this.computeInfer, s.computeInferNs);
     add(this.computeOutput, s.computeOutputNs);
     this.lastInference = Date.now();
+  }
+
+  /**
+   * Records a request answered from the response cache after `totalNs`, `lookupNs` of it in the lookup: a
+   * success with no queue wait and no compute, and no execution.
+   */
+  recordCacheHit(totalNs: number, lookupNs: number): void {
+    add(this.success, totalNs);
+    add(this.queue, 0);
+    add(this.cacheHit, lookupNs);
+    this.lastInference = Date.now();
+  }
+
+  /** Records the cache work of a request that missed and was then stored: lookup and insertion. */
+  recordCacheMiss(ns: number): void {
+    add(this.cacheMiss, ns);
   }
 
   /** Records a request that failed after `totalNs`. */
@@ -87,8 +106,8 @@ export class ModelStatistics {
         compute_input: { ...this.computeInput },
         compute_infer: { ...this.computeInfer },
         compute_output: { ...this.computeOutput },
-        cache_hit: zero(),
-        cache_miss: zero(),
+        cache_hit: { ...this.cacheHit },
+        cache_miss: { ...this.cacheMiss },
       },
       response_stats: {},
       batch_stats: [...this.batches.entries()]

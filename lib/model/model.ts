@@ -7,10 +7,11 @@ import type { NamedTensorSpec } from '../config/tensor-spec';
 import type { ModelConfig } from '../config/model-config';
 import { TritonError, UnrecoverableError } from '../errors';
 import type { Instance } from '../instances/instance';
-import { Scheduler, type EnqueueOptions } from '../scheduler/scheduler';
+import { Scheduler, type EnqueueOptions, type Scheduled } from '../scheduler/scheduler';
 import type { TensorData } from '../tensor/dtype';
 import { checkData, elementCount, tensor, type Tensor } from '../tensor/tensor';
 import type { InferenceRequest, InferenceResponse, NamedTensor } from './inference';
+import { ResponseCache } from './response-cache';
 
 /** Model states, as the repository index reports them. */
 export type ModelState = 'LOADING' | 'READY' | 'UNAVAILABLE';
@@ -36,6 +37,8 @@ export interface ModelInit {
   instanceGroups?: ModelDescription['instanceGroups'];
   /** Extra config fields (e.g. `ensemble_scheduling`). */
   configExtra?: Record<string, unknown>;
+  /** The server's response cache, when this model's config enables it. */
+  responseCache?: ResponseCache;
 }
 
 /** Runs a call a model makes to another model; `chain` is the call path ending with the caller. */
@@ -175,12 +178,14 @@ export class Model {
   private readonly allOutputNames: readonly string[];
   private readonly maxBatchSize: number;
   private readonly bls: BlsHandler | undefined;
+  private readonly cache: ResponseCache | undefined;
   private live = 0;
   private created = 0;
   private released = 0;
 
   constructor(init: ModelInit) {
     this.bls = init.bls;
+    this.cache = init.responseCache;
     this.name = init.name;
     this.version = init.version;
     this.inputs = init.inputs;
@@ -297,20 +302,48 @@ export class Model {
     } catch (err) {
       return Promise.reject(err);
     }
+    if (this.cache) return this.inferCached(this.cache, req, job);
     // Continuations instead of an async function: this runs for every request.
     return job.race(this.scheduler.enqueue(job.request, job.rows, job.batchKey, job)).then(
+      (scheduled) => this.succeeded(req, job, scheduled),
+      (err: unknown) => this.failed(job, err),
+    );
+  }
+
+  /** Answers from the response cache, or runs the request and stores its response. */
+  private inferCached(cache: ResponseCache, req: InferenceRequest, job: RequestJob): Promise<InferenceResponse> {
+    const lookupStart = performance.now();
+    const { inputs, requestedOutputs, parameters } = job.request;
+    const key = ResponseCache.keyOf(this.name, this.version, inputs, requestedOutputs, parameters);
+    const hit = cache.lookup(key);
+    const lookupNs = nsSince(lookupStart);
+    if (hit) {
+      this.statistics.recordCacheHit(job.elapsedNs(), lookupNs);
+      job.release();
+      return Promise.resolve({ id: req.id, modelName: this.name, modelVersion: this.version, outputs: hit });
+    }
+    return job.race(this.scheduler.enqueue(job.request, job.rows, job.batchKey, job)).then(
       (scheduled) => {
-        try {
-          job.throwIfCancelled();
-        } catch (err) {
-          return this.failed(job, err);
+        if (!job.cancellation.aborted) {
+          const insertStart = performance.now();
+          cache.insert(key, scheduled.value);
+          this.statistics.recordCacheMiss(lookupNs + nsSince(insertStart));
         }
-        this.statistics.recordSuccess(job.elapsedNs(), scheduled);
-        job.release();
-        return { id: req.id, modelName: this.name, modelVersion: this.version, outputs: scheduled.value };
+        return this.succeeded(req, job, scheduled);
       },
       (err: unknown) => this.failed(job, err),
     );
+  }
+
+  private succeeded(req: InferenceRequest, job: RequestJob, scheduled: Scheduled<NamedTensor[]>): InferenceResponse {
+    try {
+      job.throwIfCancelled();
+    } catch (err) {
+      return this.failed(job, err);
+    }
+    this.statistics.recordSuccess(job.elapsedNs(), scheduled);
+    job.release();
+    return { id: req.id, modelName: this.name, modelVersion: this.version, outputs: scheduled.value };
   }
 
   private failed(job: RequestJob, err: unknown): never {
@@ -557,4 +590,8 @@ function invalid(message: string): TritonError {
 
 function failed(message: string): TritonError {
   return new TritonError('INFERENCE_FAILED', message);
+}
+
+function nsSince(start: number): number {
+  return Math.round((performance.now() - start) * 1e6);
 }

@@ -78,6 +78,31 @@ describe('ensembles', () => {
     expect(meta.platform).toBe('ensemble');
   });
 
+  it('answers a repeated request to an ensemble with responseCache from the cache, running no step', async () => {
+    triton = new Triton({ ...quiet, httpPort: 0, responseCacheByteSize: 1 << 16 });
+    const executions: Record<string, number[]> = {};
+    bindSteps(triton, executions);
+    triton.bind({
+      modelName: 'cached_pipeline',
+      inferFunc: ensemble({
+        steps: [
+          { modelName: 'scale', inputMap: { x: 'IN' }, outputMap: { y: 'doubled' } },
+          { modelName: 'shift', inputMap: { x: 'doubled' }, outputMap: { y: 'OUT' } },
+        ],
+      }),
+      ...io,
+      config: { ...io.config, responseCache: true },
+    });
+    await triton.run();
+    const first = await post(triton, 'cached_pipeline', [3]);
+    const second = await post(triton, 'cached_pipeline', [3]);
+    expect(second.body.outputs).toEqual(first.body.outputs);
+    expect(first.body.outputs![0]!.data).toEqual([7]);
+    expect(executions).toEqual({ scale: [1], shift: [1] });
+    const stats = triton.modelStatistics('cached_pipeline')[0] as { inference_stats: Record<string, { count: number }> };
+    expect([stats.inference_stats.cache_hit!.count, stats.inference_stats.cache_miss!.count]).toEqual([1, 1]);
+  });
+
   it('a failing step fails the request with the step model named', async () => {
     triton = new Triton({ ...quiet, httpPort: 0 });
     bindSteps(triton);
