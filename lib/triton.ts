@@ -17,6 +17,7 @@ import { ResponseCache } from './model/response-cache';
 import { GrpcServer } from './server/grpc/grpc-server';
 import { Metrics, MetricsServer } from './metrics/metrics';
 import { HttpServer } from './server/http/http-server';
+import { SharedMemoryManager } from './server/shared-memory';
 import type { ServerCore, ServerMetadata } from './server/server-core';
 import { VERSION } from './version';
 
@@ -76,6 +77,8 @@ export class Triton implements ServerCore, AsyncDisposable {
   readonly ports: Record<string, number> = {};
   /** The response cache (when `responseCacheByteSize` > 0), shared by the models that enable it. */
   readonly responseCache: ResponseCache | undefined;
+  /** System shared-memory regions clients registered (when `allowSharedMemory`). */
+  readonly sharedMemory: SharedMemoryManager;
 
   private state: State = 'created';
   private readonly remote = new RemoteModels();
@@ -92,6 +95,7 @@ export class Triton implements ServerCore, AsyncDisposable {
     validateOrThrow(this.config, 'TritonConfig');
     this.logger = createLogger(this.config.logLevel);
     this.responseCache = this.config.responseCacheByteSize > 0 ? new ResponseCache(this.config.responseCacheByteSize) : undefined;
+    this.sharedMemory = new SharedMemoryManager(this.config.allowSharedMemory);
     this.http = new HttpServer(this);
     this.metrics = new Metrics(this.repository, this.responseCache);
     if (this.config.allowHttp) {
@@ -261,7 +265,8 @@ export class Triton implements ServerCore, AsyncDisposable {
   }
 
   metadata(): ServerMetadata {
-    return { name: 'tstriton', version: this.config.serverVersion ?? VERSION, extensions: [...EXTENSIONS] };
+    const extensions = this.config.allowSharedMemory ? [...EXTENSIONS, 'system_shared_memory'] : [...EXTENSIONS];
+    return { name: 'tstriton', version: this.config.serverVersion ?? VERSION, extensions };
   }
 
   modelStatistics(name?: string, version?: string): Record<string, unknown>[] {
@@ -378,6 +383,7 @@ export class Triton implements ServerCore, AsyncDisposable {
     }
     await Promise.allSettled(this.repository.all().flatMap((m) => m.instances.map((i) => i.close())));
     this.remote.close();
+    this.sharedMemory.closeAll();
     this.state = 'stopped';
     this.logger.info({ exitCode: this.exitCode }, 'stopped');
     this.resolveStopped(this.exitCode);

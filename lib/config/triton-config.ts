@@ -28,6 +28,7 @@ export interface TritonConfigInit {
   httpHeaderForwardPattern?: string;
   grpcHeaderForwardPattern?: string;
   responseCacheByteSize?: number;
+  allowSharedMemory?: boolean;
 }
 
 const KEYS = [
@@ -50,6 +51,7 @@ const KEYS = [
   'httpHeaderForwardPattern',
   'grpcHeaderForwardPattern',
   'responseCacheByteSize',
+  'allowSharedMemory',
 ] as const;
 
 /** Server settings. Defaults are Triton's; every field can also come from a `TSTRITON_*` variable. */
@@ -131,6 +133,14 @@ export class TritonConfig {
   @IsInt()
   @Min(0)
   responseCacheByteSize = 0;
+
+  /**
+   * Lets clients register system shared-memory regions and pass tensors through them (Triton's
+   * `--allow-client-shm`). Off by default: a client that may register a region can read and write any POSIX
+   * shared-memory object the server's user can open.
+   */
+  @IsBoolean()
+  allowSharedMemory = false;
 
   /** Version reported by server metadata. */
   @IsOptional()

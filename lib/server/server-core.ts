@@ -1,6 +1,7 @@
 import type { TritonConfig } from '../config/triton-config';
 import type { InferenceRequest, InferenceResponse } from '../model/inference';
 import type { ModelRepository } from '../model/model-repository';
+import type { SharedMemoryManager } from './shared-memory';
 
 /** Server metadata, as `GET /v2` and gRPC ServerMetadata return it. */
 export interface ServerMetadata {
@@ -13,6 +14,8 @@ export interface ServerMetadata {
 export interface ServerCore {
   readonly config: TritonConfig;
   readonly repository: ModelRepository;
+  /** System shared-memory regions clients registered. */
+  readonly sharedMemory: SharedMemoryManager;
   isLive(): boolean;
   isReady(): boolean;
   metadata(): ServerMetadata;

@@ -233,7 +233,18 @@ describe('gRPC server: metadata RPCs', () => {
     expect(all.model_stats.map((m) => m.name)).not.toContain('not_ready');
   });
 
-  it.each(['RepositoryIndex', 'RepositoryModelLoad', 'SystemSharedMemoryStatus', 'CudaSharedMemoryUnregister', 'TraceSetting', 'LogSettings'])(
+  it('answers the shared-memory RPCs: no regions, and registration refused while shared memory is off', async () => {
+    expect(await client.call('SystemSharedMemoryStatus', {})).toEqual({ regions: {} });
+    expect(await client.call('CudaSharedMemoryStatus', {})).toEqual({ regions: {} });
+    expect(await client.call('CudaSharedMemoryUnregister', {})).toEqual({});
+    const off = await rejection(client.call('SystemSharedMemoryRegister', { name: 'r', key: '/k', byte_size: 8 }));
+    expect(off.code).toBe(grpc.status.UNIMPLEMENTED);
+    expect(off.details).toMatch(/^Client shared memory is disabled/);
+    const cuda = await rejection(client.call('CudaSharedMemoryRegister', { name: 'r', byte_size: 8 }));
+    expect(cuda.code).toBe(grpc.status.UNIMPLEMENTED);
+  });
+
+  it.each(['RepositoryIndex', 'RepositoryModelLoad', 'TraceSetting', 'LogSettings'])(
     'answers %s with UNIMPLEMENTED',
     async (rpc) => {
       const err = await rejection(client.call(rpc, {}));
@@ -398,7 +409,15 @@ describe('gRPC server: errors carry Triton gRPC codes', () => {
     ['decoupled model', () => fp32Request('decoupled', [1]), grpc.status.UNIMPLEMENTED, /^ModelInfer RPC doesn't support models with decoupled transaction policy$/],
     ['model not ready', () => fp32Request('not_ready', [1]), grpc.status.UNAVAILABLE, /'not_ready' is not ready/],
     ['callable throws', () => fp32Request('fails', [1]), grpc.status.INTERNAL, /model exploded/],
-    ['shared memory input', () => fp32Request('identity_fp32', [1], { inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, 1], parameters: { shared_memory_region: { string_param: 'r' } } }] }), grpc.status.UNIMPLEMENTED, /shared memory/],
+    [
+      'shared memory input from an unknown region',
+      () =>
+        fp32Request('identity_fp32', [1], {
+          inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, 1], parameters: { shared_memory_region: { string_param: 'r' }, shared_memory_byte_size: { int64_param: 4 } } }],
+        }),
+      grpc.status.NOT_FOUND,
+      /Unable to find system shared memory region: 'r'/,
+    ],
   ];
 
   it.each(cases)('%s', async (_name, request, code, message) => {

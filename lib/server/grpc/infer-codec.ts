@@ -8,6 +8,7 @@ import { parseParameters, type RequestParameters } from '../parameters';
 import { fromInferParameters } from './infer-parameter';
 import type { InferParameterMap, ModelInferRequestMessage, ModelInferResponseMessage } from './messages';
 import { decodeTensorContents } from './tensor-contents';
+import { shmTargetOf, type SharedMemoryManager, type ShmTarget } from '../shared-memory';
 
 /** `triton_*` request parameters gRPC clients may send (perf_analyzer sends this one on every request). */
 export const GRPC_ALLOWED_TRITON_KEYS: ReadonlySet<string> = new Set(['triton_enable_empty_final_response']);
@@ -17,7 +18,13 @@ export const GRPC_ALLOWED_TRITON_KEYS: ReadonlySet<string> = new Set(['triton_en
  * otherwise from the next `raw_input_contents` entry, which numeric inputs view without copying when the
  * bytes are aligned.
  */
-export function decodeGrpcInfer(msg: ModelInferRequestMessage, model: Model, cancellation: Cancellation, deadline?: number): InferenceRequest {
+export function decodeGrpcInfer(
+  msg: ModelInferRequestMessage,
+  model: Model,
+  cancellation: Cancellation,
+  deadline?: number,
+  sharedMemory?: SharedMemoryManager,
+): InferenceRequest {
   const { parameters, priority, timeoutMicroseconds } = isEmpty(msg.parameters)
     ? NO_PARAMETERS
     : parseParameters(fromInferParameters(msg.parameters, 'request'), 'request', GRPC_ALLOWED_TRITON_KEYS);
@@ -34,7 +41,11 @@ export function decodeGrpcInfer(msg: ModelInferRequestMessage, model: Model, can
       if (!Number.isSafeInteger(d) || d < 0) throw invalid(`${what}: 'shape' must hold non-negative integers, got [${input.shape.join(',')}]`);
       shape[i] = d;
     }
-    if (!isEmpty(input.parameters)) rejectSharedMemory(input.parameters, what);
+    const shm = isEmpty(input.parameters) ? undefined : shmTargetIn(input.parameters, what);
+    if (shm) {
+      if (!sharedMemory) throw new TritonError('NOT_FOUND', `Unable to find system shared memory region: '${shm.region}'`);
+      return { name, tensor: { dtype, shape, data: decodeBinary(dtype, shape, sharedMemory.read(shm, what), what) } };
+    }
     if (input.contents) {
       if (raw.length > 0) {
         throw invalid(`contents field must not be specified when using raw_input_contents for '${name}' for model '${model.name}'`);
@@ -51,9 +62,9 @@ export function decodeGrpcInfer(msg: ModelInferRequestMessage, model: Model, can
   const outputs = msg.outputs ?? [];
   for (const o of outputs) {
     const what = `output '${o.name}' for model '${model.name}'`;
-    rejectSharedMemory(o.parameters, what);
     const classification = o.parameters?.classification;
     if (classification && Number(classification.int64_param ?? 0) !== 0) {
+      if (shmTargetIn(o.parameters, what)) throw invalid(`${what}: 'classification' cannot be combined with 'shared_memory_region'`);
       throw new TritonError('UNSUPPORTED', `${what}: the classification extension is not supported by this server`);
     }
   }
@@ -91,14 +102,39 @@ function aligned(bytes: Uint8Array, size: number): Uint8Array {
   return copy;
 }
 
-function rejectSharedMemory(params: InferParameterMap | undefined, what: string): void {
-  if (params && params.shared_memory_region !== undefined) {
-    throw new TritonError('UNSUPPORTED', `${what}: shared memory is not supported by this server`);
-  }
+/** The shared-memory window of an input or output, from its `shared_memory_*` parameters. */
+function shmTargetIn(params: InferParameterMap | undefined, what: string): ShmTarget | undefined {
+  const region = params?.shared_memory_region;
+  if (!params || region === undefined) return undefined;
+  const int = (p: (typeof params)[string] | undefined) => p?.int64_param ?? p?.uint64_param;
+  return shmTargetOf(region.string_param, int(params.shared_memory_byte_size), int(params.shared_memory_offset) ?? 0, what);
 }
 
-/** Encodes a response: one `raw_output_contents` entry per output, same order; `contents` is never used. */
-export function encodeGrpcInfer(response: InferenceResponse, parameters?: InferParameterMap): ModelInferResponseMessage {
+/**
+ * The outputs a request asks to be written to shared memory, by name; undefined when none is. Checked when
+ * the request is decoded, so a bad region fails the request before it runs.
+ */
+export function grpcShmOutputs(msg: ModelInferRequestMessage, sharedMemory: SharedMemoryManager): Map<string, ShmTarget> | undefined {
+  let targets: Map<string, ShmTarget> | undefined;
+  for (const o of msg.outputs ?? []) {
+    const shm = shmTargetIn(o.parameters, `output '${o.name}'`);
+    if (!shm) continue;
+    sharedMemory.status(shm.region); // throws for an unknown region
+    (targets ??= new Map()).set(o.name, shm);
+  }
+  return targets;
+}
+
+/**
+ * Encodes a response: one `raw_output_contents` entry per output, same order; `contents` is never used. An
+ * output bound for shared memory is written there and answered with empty contents.
+ */
+export function encodeGrpcInfer(
+  response: InferenceResponse,
+  parameters?: InferParameterMap,
+  shmOutputs?: ReadonlyMap<string, ShmTarget>,
+  sharedMemory?: SharedMemoryManager,
+): ModelInferResponseMessage {
   const outputs = response.outputs;
   const msg: ModelInferResponseMessage = {
     model_name: response.modelName,
@@ -111,10 +147,18 @@ export function encodeGrpcInfer(response: InferenceResponse, parameters?: InferP
   for (let i = 0; i < outputs.length; i++) {
     const { name, tensor } = outputs[i] as NamedTensor;
     msg.outputs[i] = { name, datatype: tensor.dtype, shape: tensor.shape as number[] };
-    msg.raw_output_contents[i] = encodeBinary(tensor);
+    const shm = shmOutputs?.get(name);
+    if (shm && sharedMemory) {
+      sharedMemory.write(shm, encodeBinary(tensor), name);
+      msg.raw_output_contents[i] = EMPTY;
+    } else {
+      msg.raw_output_contents[i] = encodeBinary(tensor);
+    }
   }
   return msg;
 }
+
+const EMPTY = new Uint8Array(0);
 
 function invalid(message: string): TritonError {
   return new TritonError('INVALID_ARGUMENT', message);

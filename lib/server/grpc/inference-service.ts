@@ -16,12 +16,6 @@ const UNIMPLEMENTED_RPCS = [
   'RepositoryIndex',
   'RepositoryModelLoad',
   'RepositoryModelUnload',
-  'SystemSharedMemoryStatus',
-  'SystemSharedMemoryRegister',
-  'SystemSharedMemoryUnregister',
-  'CudaSharedMemoryStatus',
-  'CudaSharedMemoryRegister',
-  'CudaSharedMemoryUnregister',
   'TraceSetting',
   'LogSettings',
 ] as const;
@@ -41,6 +35,26 @@ export function inferenceService(ctx: GrpcContext): UntypedServiceImplementation
     ModelMetadata: unary(ctx, false, (req: ModelRequestMessage): ModelMetadataResponseMessage => repo.get(req.name, req.version).metadata),
     ModelConfig: unary(ctx, false, (req: ModelRequestMessage): ModelConfigResponseMessage => ({ config: repo.get(req.name, req.version).configJson })),
     ModelStatistics: unary(ctx, false, (req: ModelRequestMessage) => ({ model_stats: core.modelStatistics(req.name || undefined, req.version || undefined) })),
+    SystemSharedMemoryStatus: unary(ctx, false, (req: { name?: string }) => ({
+      regions: Object.fromEntries(core.sharedMemory.status(req.name || undefined).map((r) => [r.name, r])),
+    })),
+    SystemSharedMemoryRegister: unary(ctx, false, (req: { name?: string; key?: string; offset?: unknown; byte_size?: unknown }) => {
+      core.sharedMemory.register(req.name ?? '', req.key ?? '', Number(req.offset ?? 0), Number(req.byte_size ?? 0));
+      return {};
+    }),
+    SystemSharedMemoryUnregister: unary(ctx, false, (req: { name?: string }) => {
+      core.sharedMemory.unregister(req.name || undefined);
+      return {};
+    }),
+    // No CUDA IPC here: no region is ever registered, so status lists none and unregister has nothing to do.
+    CudaSharedMemoryStatus: unary(ctx, false, (req: { name?: string }) => {
+      if (req.name) throw new TritonError('NOT_FOUND', `Unable to find cuda shared memory region: '${req.name}'`);
+      return { regions: {} };
+    }),
+    CudaSharedMemoryRegister: unary(ctx, false, () => {
+      throw new TritonError('UNSUPPORTED', 'CUDA shared memory is not supported by this server');
+    }),
+    CudaSharedMemoryUnregister: unary(ctx, false, () => ({})),
     ModelInfer: modelInfer(ctx) as UntypedHandleCall,
     ModelStreamInfer: modelStreamInfer(ctx) as UntypedHandleCall,
   };

@@ -6,7 +6,8 @@ import type { InferenceResponse } from '../../model/inference';
 import type { TrackedCall } from './call-tracker';
 import { stoppingError, type GrpcContext } from './grpc-context';
 import { toGrpcStatus } from './grpc-status';
-import { decodeGrpcInfer, encodeGrpcInfer } from './infer-codec';
+import { decodeGrpcInfer, encodeGrpcInfer, grpcShmOutputs } from './infer-codec';
+import type { ShmTarget } from '../shared-memory';
 import type { ModelInferRequestMessage, ModelInferResponseMessage } from './messages';
 
 /**
@@ -43,13 +44,15 @@ export function modelInfer(ctx: GrpcContext): handleUnaryCall<ModelInferRequestM
     ctx.tracker.add(tracked);
     call.once('cancelled', onCancelled);
     let pending: Promise<InferenceResponse>;
+    let shmOutputs: Map<string, ShmTarget> | undefined;
     try {
       const msg = call.request;
       const model = ctx.core.repository.get(msg.model_name, msg.model_version);
       if (model.config.decoupled) {
         throw new TritonError('UNSUPPORTED', "ModelInfer RPC doesn't support models with decoupled transaction policy");
       }
-      const request = decodeGrpcInfer(msg, model, abort, callDeadline(call));
+      const request = decodeGrpcInfer(msg, model, abort, callDeadline(call), ctx.core.sharedMemory);
+      shmOutputs = grpcShmOutputs(msg, ctx.core.sharedMemory);
       forwardHeaders(request.parameters as Record<string, unknown>, Object.entries(call.metadata.getMap()), ctx.forwardHeader);
       pending = ctx.core.infer(request);
     } catch (err) {
@@ -59,7 +62,7 @@ export function modelInfer(ctx: GrpcContext): handleUnaryCall<ModelInferRequestM
       (response) => {
         let msg: ModelInferResponseMessage;
         try {
-          msg = encodeGrpcInfer(response);
+          msg = encodeGrpcInfer(response, undefined, shmOutputs, ctx.core.sharedMemory);
         } catch (err) {
           return settle(err);
         }

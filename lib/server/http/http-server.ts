@@ -6,6 +6,7 @@ import { Cancellation } from '../../cancellation';
 import { TritonError, toTritonError } from '../../errors';
 import type { ServerCore } from '../server-core';
 import { compress, negotiateEncoding, ownMemory, readBody } from './body';
+import { handleSharedMemory, SHARED_MEMORY_ROUTE } from './shared-memory-routes';
 import { forwardHeaders, headerMatcher } from '../forward-headers';
 import { handleGenerate } from './generate';
 import { decodeHttpInfer, encodeHttpInfer } from './infer-codec';
@@ -94,7 +95,7 @@ export class HttpServer {
       if (headerLength !== null && !Number.isInteger(headerLength)) {
         throw new TritonError('INVALID_ARGUMENT', `inference header size should be in range (0, ${body.length}), got: ${ihcl}`);
       }
-      const decoded = decodeHttpInfer(body, headerLength, model, this.core.config.jsonMaxDepth, cancellation, ownMemory(body));
+      const decoded = decodeHttpInfer(body, headerLength, model, this.core.config.jsonMaxDepth, cancellation, ownMemory(body), this.core.sharedMemory);
       if (this.forward) forwardHeaders(decoded.request.parameters as Record<string, unknown>, Object.entries(req.headers), this.forward);
       const response = await this.core.infer(decoded.request);
       const { json, blobs } = encodeHttpInfer(response, decoded);
@@ -218,6 +219,15 @@ function buildApp(core: ServerCore, router: Router): Express {
     } catch (err) {
       sendError(res, toTritonError(err));
     }
+  });
+
+  app.use((req, res, next: NextFunction) => {
+    const m = SHARED_MEMORY_ROUTE.exec(req.path);
+    if (!m) return next();
+    handleSharedMemory(core, m, req).then(
+      (body) => (body === undefined ? res.status(200).type('application/json').end() : res.json(body)),
+      (err: unknown) => sendError(res, toTritonError(err)),
+    );
   });
 
   app.use((req, res, next: NextFunction) => {

@@ -7,11 +7,13 @@ import { DTYPES, isDataType } from '../../tensor/dtype';
 import { decodeJsonData, encodeJsonData } from '../../tensor/json-codec';
 import { parseJson } from '../../tensor/lossless-json';
 import { parseParameters } from '../parameters';
+import { shmTargetOf, type SharedMemoryManager, type ShmTarget } from '../shared-memory';
 
-/** A requested output and whether it goes back in binary. */
+/** A requested output and how it goes back: in binary, as JSON, or into a shared-memory region. */
 export interface OutputFormat {
   readonly name: string;
   readonly binary: boolean;
+  readonly shm?: ShmTarget;
 }
 
 /** A decoded HTTP infer request plus what the encoder needs to answer it. */
@@ -21,6 +23,8 @@ export interface DecodedHttpInfer {
   binaryByOutput: readonly OutputFormat[] | undefined;
   /** Binary for outputs the request did not list (`binary_data_output`). */
   binaryDefault: boolean;
+  /** Where shared-memory outputs are written. */
+  sharedMemory?: SharedMemoryManager;
 }
 
 /**
@@ -35,6 +39,7 @@ export function decodeHttpInfer(
   maxDepth: number,
   cancellation: Cancellation,
   movableBuffer?: ArrayBufferLike,
+  sharedMemory?: SharedMemoryManager,
 ): DecodedHttpInfer {
   if (headerLength === 0) return decodeRawBinary(body, model, cancellation);
   const jsonLength = headerLength ?? body.length;
@@ -68,8 +73,10 @@ export function decodeHttpInfer(
           `But ${what} sets ${sources === 0 ? 'none' : 'more than one'}`,
       );
     }
-    if (params.shared_memory_region !== undefined) {
-      throw new TritonError('UNSUPPORTED', `${what}: shared memory inputs are not supported by this server`);
+    const shm = shmTargetOf(params.shared_memory_region, params.shared_memory_byte_size, params.shared_memory_offset, what);
+    if (shm) {
+      if (!sharedMemory) throw new TritonError('NOT_FOUND', `Unable to find system shared memory region: '${shm.region}'`);
+      return { name, tensor: { dtype, shape, data: decodeBinary(dtype, shape, sharedMemory.read(shm, what), what) } };
     }
     if (binarySize !== undefined) {
       const size = typeof binarySize === 'bigint' ? Number(binarySize) : binarySize;
@@ -96,15 +103,17 @@ export function decodeHttpInfer(
       if (!isObject(raw) || typeof raw.name !== 'string') throw invalid(`output ${i} must be an object with a string 'name'`);
       const params = raw.parameters ?? {};
       if (!isObject(params)) throw invalid(`output '${raw.name}': 'parameters' must be an object`);
-      if (params.shared_memory_region !== undefined) {
-        throw new TritonError('UNSUPPORTED', `output '${raw.name}': shared memory outputs are not supported by this server`);
-      }
+      const what = `output '${raw.name}'`;
+      const shm = shmTargetOf(params.shared_memory_region, params.shared_memory_byte_size, params.shared_memory_offset, what);
       if (params.classification !== undefined && params.classification !== 0) {
-        throw new TritonError('UNSUPPORTED', `output '${raw.name}': the classification extension is not supported by this server`);
+        if (shm) throw invalid(`${what}: 'classification' cannot be combined with 'shared_memory_region'`);
+        throw new TritonError('UNSUPPORTED', `${what}: the classification extension is not supported by this server`);
       }
       const binary = params.binary_data ?? false;
-      if (typeof binary !== 'boolean') throw invalid(`output '${raw.name}': 'binary_data' must be a boolean`);
-      (binaryByOutput ??= []).push({ name: raw.name, binary });
+      if (typeof binary !== 'boolean') throw invalid(`${what}: 'binary_data' must be a boolean`);
+      if (shm && binary) throw invalid(`${what}: 'binary_data' cannot be combined with 'shared_memory_region'`);
+      if (shm && !sharedMemory) throw new TritonError('NOT_FOUND', `Unable to find system shared memory region: '${shm.region}'`);
+      (binaryByOutput ??= []).push(shm ? { name: raw.name, binary, shm } : { name: raw.name, binary });
       return raw.name;
     });
   }
@@ -123,6 +132,7 @@ export function decodeHttpInfer(
     },
     binaryByOutput,
     binaryDefault: binaryDataOutput,
+    sharedMemory,
   };
 }
 
@@ -172,9 +182,13 @@ export interface EncodedHttpInfer {
 export function encodeHttpInfer(response: InferenceResponse, decoded: DecodedHttpInfer): EncodedHttpInfer {
   const blobs: Uint8Array[] = [];
   const outputs = response.outputs.map(({ name, tensor }) => {
-    const binary = binaryFor(decoded, name);
+    const format = formatFor(decoded, name);
     const head = `{"name":${JSON.stringify(name)},"datatype":"${tensor.dtype}","shape":[${tensor.shape.join(',')}]`;
-    if (!binary) return `${head},"data":${encodeJsonData(tensor)}}`;
+    if (format?.shm) {
+      (decoded.sharedMemory as SharedMemoryManager).write(format.shm, encodeBinary(tensor), name);
+      return `${head}}`;
+    }
+    if (!(format?.binary ?? decoded.binaryDefault)) return `${head},"data":${encodeJsonData(tensor)}}`;
     const blob = encodeBinary(tensor);
     if (blob.byteLength > 0) blobs.push(blob);
     return `${head},"parameters":{"binary_data_size":${blob.byteLength}}}`;
@@ -186,12 +200,12 @@ export function encodeHttpInfer(response: InferenceResponse, decoded: DecodedHtt
 
 const NO_PARAMETERS: Readonly<Record<string, unknown>> = Object.freeze({});
 
-/** Whether output `name` goes back binary: as the request named it, else the request's default. */
-function binaryFor(decoded: DecodedHttpInfer, name: string): boolean {
-  let binary = decoded.binaryDefault;
+/** How output `name` goes back as the request named it; undefined when it did not (the request's default). */
+function formatFor(decoded: DecodedHttpInfer, name: string): OutputFormat | undefined {
+  let format: OutputFormat | undefined;
   // The last mention wins, should a request name an output twice.
-  if (decoded.binaryByOutput) for (const o of decoded.binaryByOutput) if (o.name === name) binary = o.binary;
-  return binary;
+  if (decoded.binaryByOutput) for (const o of decoded.binaryByOutput) if (o.name === name) format = o;
+  return format;
 }
 
 function isShape(v: unknown): v is number[] {

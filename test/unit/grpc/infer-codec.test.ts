@@ -94,7 +94,18 @@ describe('decodeGrpcInfer', () => {
     ],
     ['a reserved triton_ key', { parameters: { triton_x: { bool_param: true } } }, 'INVALID_ARGUMENT', /reserved for Triton usage/],
     ['a classification output', { outputs: [{ name: 'A', parameters: { classification: { int64_param: '3' } } }] }, 'UNSUPPORTED', /classification/],
-    ['a shared-memory output', { outputs: [{ name: 'A', parameters: { shared_memory_region: { string_param: 'r' } } }] }, 'UNSUPPORTED', /shared memory/],
+    [
+      'a shared-memory input without a byte size',
+      { inputs: [{ name: 'A', datatype: 'FP32', shape: [1], parameters: { shared_memory_region: { string_param: 'r' } } }] },
+      'INVALID_ARGUMENT',
+      /'shared_memory_byte_size' must be given with 'shared_memory_region'/,
+    ],
+    [
+      'a shared-memory input from a region nobody registered',
+      { inputs: [{ name: 'A', datatype: 'FP32', shape: [1], parameters: { shared_memory_region: { string_param: 'r' }, shared_memory_byte_size: { int64_param: '4' } } }] },
+      'NOT_FOUND',
+      /Unable to find system shared memory region: 'r'/,
+    ],
   ])('refuses %s', (_name, msg, code, message) => {
     const err = errorOf(() => decode(msg));
     expect(err).toBeInstanceOf(TritonError);

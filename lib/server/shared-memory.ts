@@ -1,0 +1,158 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { TritonError } from '../errors';
+
+/** Where POSIX shared-memory objects live on Linux: `shm_open("/k")` is the file `/dev/shm/k`. */
+export const SHM_DIR = '/dev/shm';
+
+/** A registered system shared-memory region, as the status endpoints report it. */
+export interface RegionStatus {
+  readonly name: string;
+  readonly key: string;
+  readonly offset: number;
+  readonly byte_size: number;
+}
+
+/** Where one input's data is read from, or one output's data is written to. */
+export interface ShmTarget {
+  readonly region: string;
+  readonly offset: number;
+  readonly byteSize: number;
+}
+
+interface Region extends RegionStatus {
+  readonly fd: number;
+}
+
+/**
+ * The system shared-memory regions clients registered (Triton's `system_shared_memory` extension). A
+ * region is a window (`offset`, `byte_size`) of a POSIX shared-memory object that the client created
+ * and filled; inputs are read from it and outputs written to it with positioned reads and writes on the
+ * object's file, so no native mapping is needed.
+ *
+ * Registering gives a client read and write access to a shared-memory object of the server's machine, so
+ * it is off unless the server allows it (`allowSharedMemory`).
+ */
+export class SharedMemoryManager {
+  private readonly regions = new Map<string, Region>();
+
+  constructor(
+    readonly allowed: boolean,
+    private readonly dir = SHM_DIR,
+  ) {}
+
+  register(name: string, key: string, offset: number, byteSize: number): void {
+    if (!this.allowed) {
+      throw new TritonError('UNSUPPORTED', 'Client shared memory is disabled. Start the server with allowSharedMemory: true (TSTRITON_ALLOW_SHARED_MEMORY=true) to enable.');
+    }
+    if (!name) throw invalid("the shared memory region needs a 'name'");
+    if (typeof key !== 'string' || key === '' || key.replace(/^\/+/, '').includes('/') || key.replace(/^\/+/, '') === '..' || key.replace(/^\/+/, '') === '.') {
+      throw invalid(`invalid shared memory key ${JSON.stringify(key)}: expected a POSIX shared memory name such as '/input_data'`);
+    }
+    if (!isSize(offset) || !isSize(byteSize)) throw invalid(`shared memory region '${name}': 'offset' and 'byte_size' must be non-negative integers`);
+    if (this.regions.has(name)) throw new TritonError('ALREADY_EXISTS', `shared memory region '${name}' already in manager`);
+    let fd: number;
+    try {
+      fd = fs.openSync(path.join(this.dir, key.replace(/^\/+/, '')), 'r+');
+    } catch (err) {
+      throw new TritonError('INTERNAL', `Unable to open shared memory region: '${key}'`, { cause: err });
+    }
+    const size = fs.fstatSync(fd).size;
+    if (offset + byteSize > size) {
+      fs.closeSync(fd);
+      throw invalid(`shared memory region '${name}': offset ${offset} + byte_size ${byteSize} is beyond the end of '${key}' (${size} bytes)`);
+    }
+    this.regions.set(name, { name, key, offset, byte_size: byteSize, fd });
+  }
+
+  /** Unregisters `name`, or every region when no name is given; an unknown name is not an error. */
+  unregister(name?: string): void {
+    if (!this.allowed) {
+      throw new TritonError('UNSUPPORTED', 'Client shared memory is disabled. Start the server with allowSharedMemory: true (TSTRITON_ALLOW_SHARED_MEMORY=true) to enable.');
+    }
+    if (name) this.close(name);
+    else for (const n of [...this.regions.keys()]) this.close(n);
+  }
+
+  /** The status of `name`, or of every region. */
+  status(name?: string): RegionStatus[] {
+    const list = name ? [this.regionOf(name)] : [...this.regions.values()];
+    return list.map(({ name: n, key, offset, byte_size }) => ({ name: n, key, offset, byte_size }));
+  }
+
+  /** Reads an input's bytes; the window must lie inside the region. */
+  read(target: ShmTarget, what: string): Buffer {
+    const region = this.window(target, what);
+    const bytes = Buffer.allocUnsafeSlow(target.byteSize);
+    const n = target.byteSize > 0 ? fs.readSync(region.fd, bytes, 0, target.byteSize, region.offset + target.offset) : 0;
+    if (n !== target.byteSize) throw new TritonError('INTERNAL', `${what}: read ${n} of ${target.byteSize} bytes from shared memory region '${target.region}'`);
+    return bytes;
+  }
+
+  /** Writes an output's bytes; they must fit the window the request gave. */
+  write(target: ShmTarget, data: Uint8Array, output: string): void {
+    const region = this.window(target, `output '${output}'`);
+    if (data.byteLength > target.byteSize) {
+      throw invalid(
+        `shared memory size specified with the request for output '${output}' (${target.byteSize} bytes) should be at least ${data.byteLength} bytes to hold the results`,
+      );
+    }
+    if (data.byteLength > 0) fs.writeSync(region.fd, data, 0, data.byteLength, region.offset + target.offset);
+  }
+
+  /** Closes every region (the server stops). */
+  closeAll(): void {
+    for (const n of [...this.regions.keys()]) this.close(n);
+  }
+
+  private window(target: ShmTarget, what: string): Region {
+    const region = this.regionOf(target.region);
+    if (target.offset + target.byteSize > region.byte_size) {
+      throw invalid(
+        `${what}: offset ${target.offset} + byte size ${target.byteSize} is beyond the ${region.byte_size} bytes of shared memory region '${target.region}'`,
+      );
+    }
+    return region;
+  }
+
+  private regionOf(name: string): Region {
+    const region = this.regions.get(name);
+    if (!region) throw new TritonError('NOT_FOUND', `Unable to find system shared memory region: '${name}'`);
+    return region;
+  }
+
+  private close(name: string): void {
+    const region = this.regions.get(name);
+    if (!region) return;
+    this.regions.delete(name);
+    fs.closeSync(region.fd);
+  }
+}
+
+/**
+ * The shared-memory target of an input or output from its parameters (`shared_memory_region`,
+ * `shared_memory_byte_size`, `shared_memory_offset` = 0), or undefined when it names no region.
+ */
+export function shmTargetOf(region: unknown, byteSize: unknown, offset: unknown, what: string): ShmTarget | undefined {
+  if (region === undefined) return undefined;
+  if (typeof region !== 'string' || region === '') throw invalid(`${what}: 'shared_memory_region' must be a non-empty string`);
+  const size = byteSize === undefined ? undefined : toInt(byteSize);
+  const off = offset === undefined ? 0 : toInt(offset);
+  if (size === undefined) throw invalid(`${what}: 'shared_memory_byte_size' must be given with 'shared_memory_region'`);
+  if (!isSize(size) || !isSize(off)) throw invalid(`${what}: 'shared_memory_byte_size' and 'shared_memory_offset' must be non-negative integers`);
+  return { region, offset: off, byteSize: size };
+}
+
+function toInt(v: unknown): number {
+  if (typeof v === 'bigint') return Number(v);
+  if (typeof v === 'string' && /^\d+$/.test(v)) return Number(v);
+  return typeof v === 'number' ? v : NaN;
+}
+
+function isSize(v: number): boolean {
+  return Number.isSafeInteger(v) && v >= 0;
+}
+
+function invalid(message: string): TritonError {
+  return new TritonError('INVALID_ARGUMENT', message);
+}
