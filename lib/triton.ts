@@ -58,7 +58,7 @@ type State = 'created' | 'starting' | 'running' | 'stopping' | 'stopped';
 const MODEL_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
 
 /** Extensions the server implements; `GET /v2` lists exactly these. */
-const EXTENSIONS = ['binary_tensor_data', 'model_configuration', 'parameters', 'schedule_policy', 'statistics'];
+const EXTENSIONS = ['binary_tensor_data', 'classification', 'model_configuration', 'parameters', 'schedule_policy', 'statistics'];
 
 /**
  * The server: binds models, serves them over HTTP (and the other transports), and stops in order:
@@ -157,6 +157,8 @@ export class Triton implements ServerCore, AsyncDisposable {
     inputs.forEach((s, i) => validateOrThrow(s, `input ${i} of model '${modelName}'`));
     outputs.forEach((s, i) => validateOrThrow(s, `output ${i} of model '${modelName}'`));
     if (outputs.length === 0) throw new TritonError('INVALID_CONFIG', `model '${modelName}' must declare at least one output`);
+    const labelled = inputs.find((s) => s.labels !== undefined);
+    if (labelled) throw new TritonError('INVALID_CONFIG', `model '${modelName}': input '${labelled.name}' has labels; only outputs take labels`);
     for (const [kind, specs] of [['input', inputs], ['output', outputs]] as const) {
       const seen = new Set<string>();
       for (const s of specs) {

@@ -12,9 +12,11 @@ export interface TensorSpecInit {
   shape: readonly number[];
   /** Inputs only: the request may omit this tensor. */
   optional?: boolean;
+  /** Outputs only: class labels by index, returned with classifications (`"0.9:3:cat"`). */
+  labels?: readonly string[];
 }
 
-const KEYS = ['name', 'dtype', 'shape', 'optional'] as const;
+const KEYS = ['name', 'dtype', 'shape', 'optional', 'labels'] as const;
 
 /** An input or output of a model: name, datatype and shape (without the batch dim). */
 export class TensorSpec {
@@ -35,9 +37,15 @@ export class TensorSpec {
   @IsBoolean()
   optional?: boolean;
 
+  @IsOptional()
+  @IsArray({ message: 'labels must be an array of strings' })
+  @IsString({ each: true, message: 'labels must be strings' })
+  labels?: string[];
+
   constructor(init: TensorSpecInit) {
     assignKnown(this, init, KEYS, 'TensorSpec');
     if (Array.isArray(this.shape)) this.shape = [...this.shape];
+    if (Array.isArray(this.labels)) this.labels = [...this.labels];
   }
 }
 

@@ -9,6 +9,8 @@ import { fromInferParameters } from './infer-parameter';
 import type { InferParameterMap, ModelInferRequestMessage, ModelInferResponseMessage } from './messages';
 import { decodeTensorContents } from './tensor-contents';
 import { shmTargetOf, type SharedMemoryManager, type ShmTarget } from '../shared-memory';
+import { classify, type Classification } from '../../tensor/classification';
+import { classificationOf } from '../http/infer-codec';
 
 /** `triton_*` request parameters gRPC clients may send (perf_analyzer sends this one on every request). */
 export const GRPC_ALLOWED_TRITON_KEYS: ReadonlySet<string> = new Set(['triton_enable_empty_final_response']);
@@ -60,14 +62,6 @@ export function decodeGrpcInfer(
     throw invalid(`unexpected additional input data for model '${model.name}': ${raw.length} raw_input_contents for ${rawIndex} raw inputs`);
   }
   const outputs = msg.outputs ?? [];
-  for (const o of outputs) {
-    const what = `output '${o.name}' for model '${model.name}'`;
-    const classification = o.parameters?.classification;
-    if (classification && Number(classification.int64_param ?? 0) !== 0) {
-      if (shmTargetIn(o.parameters, what)) throw invalid(`${what}: 'classification' cannot be combined with 'shared_memory_region'`);
-      throw new TritonError('UNSUPPORTED', `${what}: the classification extension is not supported by this server`);
-    }
-  }
   return {
     modelName: model.name,
     modelVersion: model.version,
@@ -110,19 +104,32 @@ function shmTargetIn(params: InferParameterMap | undefined, what: string): ShmTa
   return shmTargetOf(region.string_param, int(params.shared_memory_byte_size), int(params.shared_memory_offset) ?? 0, what);
 }
 
+/** How an output goes back when the request asked for more than its raw contents. */
+export interface OutputHandling {
+  /** Written to this shared-memory window, answered with empty contents. */
+  readonly shm?: ShmTarget;
+  /** Answered as its top classes (the classification extension). */
+  readonly classes?: Classification;
+}
+
 /**
- * The outputs a request asks to be written to shared memory, by name; undefined when none is. Checked when
- * the request is decoded, so a bad region fails the request before it runs.
+ * The outputs a request asks to be written to shared memory or answered as classifications, by name;
+ * undefined when none is. Checked when the request is decoded, so a bad region fails the request before
+ * it runs.
  */
-export function grpcShmOutputs(msg: ModelInferRequestMessage, sharedMemory: SharedMemoryManager): Map<string, ShmTarget> | undefined {
-  let targets: Map<string, ShmTarget> | undefined;
+export function grpcOutputHandling(msg: ModelInferRequestMessage, model: Model, sharedMemory: SharedMemoryManager): Map<string, OutputHandling> | undefined {
+  let handling: Map<string, OutputHandling> | undefined;
   for (const o of msg.outputs ?? []) {
-    const shm = shmTargetIn(o.parameters, `output '${o.name}'`);
-    if (!shm) continue;
-    sharedMemory.status(shm.region); // throws for an unknown region
-    (targets ??= new Map()).set(o.name, shm);
+    if (isEmpty(o.parameters)) continue;
+    const what = `output '${o.name}' for model '${model.name}'`;
+    const shm = shmTargetIn(o.parameters, what);
+    const raw = o.parameters?.classification;
+    const classes = raw ? classificationOf(Number(raw.int64_param ?? raw.uint64_param ?? 0), model, o.name) : undefined;
+    if (shm && classes) throw invalid(`${what}: 'classification' cannot be combined with 'shared_memory_region'`);
+    if (shm) sharedMemory.status(shm.region); // throws for an unknown region
+    if (shm || classes) (handling ??= new Map()).set(o.name, shm ? { shm } : { classes });
   }
-  return targets;
+  return handling;
 }
 
 /**
@@ -132,7 +139,7 @@ export function grpcShmOutputs(msg: ModelInferRequestMessage, sharedMemory: Shar
 export function encodeGrpcInfer(
   response: InferenceResponse,
   parameters?: InferParameterMap,
-  shmOutputs?: ReadonlyMap<string, ShmTarget>,
+  handling?: ReadonlyMap<string, OutputHandling>,
   sharedMemory?: SharedMemoryManager,
 ): ModelInferResponseMessage {
   const outputs = response.outputs;
@@ -145,9 +152,11 @@ export function encodeGrpcInfer(
   };
   if (parameters) msg.parameters = parameters;
   for (let i = 0; i < outputs.length; i++) {
-    const { name, tensor } = outputs[i] as NamedTensor;
+    const { name, tensor: produced } = outputs[i] as NamedTensor;
+    const how = handling?.get(name);
+    const tensor = how?.classes ? classify(produced, name, how.classes) : produced;
     msg.outputs[i] = { name, datatype: tensor.dtype, shape: tensor.shape as number[] };
-    const shm = shmOutputs?.get(name);
+    const shm = how?.shm;
     if (shm && sharedMemory) {
       sharedMemory.write(shm, encodeBinary(tensor), name);
       msg.raw_output_contents[i] = EMPTY;

@@ -6,8 +6,8 @@ import type { InferenceResponse } from '../../model/inference';
 import type { TrackedCall } from './call-tracker';
 import { stoppingError, type GrpcContext } from './grpc-context';
 import { toGrpcStatus } from './grpc-status';
-import { decodeGrpcInfer, encodeGrpcInfer, grpcShmOutputs } from './infer-codec';
-import type { ShmTarget } from '../shared-memory';
+import { decodeGrpcInfer, encodeGrpcInfer, grpcOutputHandling, type OutputHandling } from './infer-codec';
+
 import type { ModelInferRequestMessage, ModelInferResponseMessage } from './messages';
 
 /**
@@ -44,7 +44,7 @@ export function modelInfer(ctx: GrpcContext): handleUnaryCall<ModelInferRequestM
     ctx.tracker.add(tracked);
     call.once('cancelled', onCancelled);
     let pending: Promise<InferenceResponse>;
-    let shmOutputs: Map<string, ShmTarget> | undefined;
+    let outputHandling: Map<string, OutputHandling> | undefined;
     try {
       const msg = call.request;
       const model = ctx.core.repository.get(msg.model_name, msg.model_version);
@@ -52,7 +52,7 @@ export function modelInfer(ctx: GrpcContext): handleUnaryCall<ModelInferRequestM
         throw new TritonError('UNSUPPORTED', "ModelInfer RPC doesn't support models with decoupled transaction policy");
       }
       const request = decodeGrpcInfer(msg, model, abort, callDeadline(call), ctx.core.sharedMemory);
-      shmOutputs = grpcShmOutputs(msg, ctx.core.sharedMemory);
+      outputHandling = grpcOutputHandling(msg, model, ctx.core.sharedMemory);
       forwardHeaders(request.parameters as Record<string, unknown>, Object.entries(call.metadata.getMap()), ctx.forwardHeader);
       pending = ctx.core.infer(request);
     } catch (err) {
@@ -62,7 +62,7 @@ export function modelInfer(ctx: GrpcContext): handleUnaryCall<ModelInferRequestM
       (response) => {
         let msg: ModelInferResponseMessage;
         try {
-          msg = encodeGrpcInfer(response, undefined, shmOutputs, ctx.core.sharedMemory);
+          msg = encodeGrpcInfer(response, undefined, outputHandling, ctx.core.sharedMemory);
         } catch (err) {
           return settle(err);
         }

@@ -6,7 +6,7 @@ import type { InferenceResponse } from '../../model/inference';
 import type { TrackedCall } from './call-tracker';
 import { stoppingError, type GrpcContext } from './grpc-context';
 import { toGrpcStatus } from './grpc-status';
-import { decodeGrpcInfer, encodeGrpcInfer, grpcShmOutputs } from './infer-codec';
+import { decodeGrpcInfer, encodeGrpcInfer, grpcOutputHandling } from './infer-codec';
 import type { InferParameterMap, ModelInferRequestMessage, ModelInferResponseMessage, ModelStreamInferResponseMessage } from './messages';
 
 /** Every response of a non-decoupled model is its request's last: perf_analyzer and tritonclient read this flag. */
@@ -103,17 +103,17 @@ async function answer(
     const model = ctx.core.repository.get(msg.model_name, msg.model_version);
     const shm = ctx.core.sharedMemory;
     const request = decodeGrpcInfer(msg, model, cancellation, undefined, shm);
-    const shmOutputs = grpcShmOutputs(msg, shm);
+    const outputHandling = grpcOutputHandling(msg, model, shm);
     forwardHeaders(request.parameters as Record<string, unknown>, Object.entries(metadata), ctx.forwardHeader);
     if (!model.config.decoupled) {
       const response = await ctx.core.infer(request);
-      write({ error_message: '', infer_response: encodeGrpcInfer(response, FINAL, shmOutputs, shm) });
+      write({ error_message: '', infer_response: encodeGrpcInfer(response, FINAL, outputHandling, shm) });
       return;
     }
     const emptyFinal = msg.parameters?.triton_enable_empty_final_response?.bool_param === true;
     for await (const event of ctx.core.inferStream(request)) {
       let full: Promise<void> | undefined;
-      if (event.outputs.length > 0) full = write({ error_message: '', infer_response: encodeGrpcInfer(event as InferenceResponse, event.final ? FINAL : NOT_FINAL, shmOutputs, shm) });
+      if (event.outputs.length > 0) full = write({ error_message: '', infer_response: encodeGrpcInfer(event as InferenceResponse, event.final ? FINAL : NOT_FINAL, outputHandling, shm) });
       else if (event.final && emptyFinal) full = write({ error_message: '', infer_response: emptyResponse(msg, FINAL, model.version) });
       if (full) await full;
     }

@@ -7,13 +7,18 @@ import { DTYPES, isDataType } from '../../tensor/dtype';
 import { decodeJsonData, encodeJsonData } from '../../tensor/json-codec';
 import { parseJson } from '../../tensor/lossless-json';
 import { parseParameters } from '../parameters';
+import { classify, type Classification } from '../../tensor/classification';
 import { shmTargetOf, type SharedMemoryManager, type ShmTarget } from '../shared-memory';
 
-/** A requested output and how it goes back: in binary, as JSON, or into a shared-memory region. */
+/**
+ * A requested output and how it goes back: in binary, as JSON, or into a shared-memory region; as it is or
+ * as classifications.
+ */
 export interface OutputFormat {
   readonly name: string;
   readonly binary: boolean;
   readonly shm?: ShmTarget;
+  readonly classes?: Classification;
 }
 
 /** A decoded HTTP infer request plus what the encoder needs to answer it. */
@@ -105,15 +110,14 @@ export function decodeHttpInfer(
       if (!isObject(params)) throw invalid(`output '${raw.name}': 'parameters' must be an object`);
       const what = `output '${raw.name}'`;
       const shm = shmTargetOf(params.shared_memory_region, params.shared_memory_byte_size, params.shared_memory_offset, what);
-      if (params.classification !== undefined && params.classification !== 0) {
-        if (shm) throw invalid(`${what}: 'classification' cannot be combined with 'shared_memory_region'`);
-        throw new TritonError('UNSUPPORTED', `${what}: the classification extension is not supported by this server`);
-      }
+      const classes = classificationOf(params.classification, model, raw.name);
+      if (classes && shm) throw invalid(`${what}: 'classification' cannot be combined with 'shared_memory_region'`);
       const binary = params.binary_data ?? false;
       if (typeof binary !== 'boolean') throw invalid(`${what}: 'binary_data' must be a boolean`);
       if (shm && binary) throw invalid(`${what}: 'binary_data' cannot be combined with 'shared_memory_region'`);
       if (shm && !sharedMemory) throw new TritonError('NOT_FOUND', `Unable to find system shared memory region: '${shm.region}'`);
-      (binaryByOutput ??= []).push(shm ? { name: raw.name, binary, shm } : { name: raw.name, binary });
+      const format: OutputFormat = { name: raw.name, binary };
+      (binaryByOutput ??= []).push(shm ? { ...format, shm } : classes ? { ...format, classes } : format);
       return raw.name;
     });
   }
@@ -181,8 +185,9 @@ export interface EncodedHttpInfer {
 /** Encodes a response: JSON `data` or binary blobs per output, as the request asked. */
 export function encodeHttpInfer(response: InferenceResponse, decoded: DecodedHttpInfer): EncodedHttpInfer {
   const blobs: Uint8Array[] = [];
-  const outputs = response.outputs.map(({ name, tensor }) => {
+  const outputs = response.outputs.map(({ name, tensor: produced }) => {
     const format = formatFor(decoded, name);
+    const tensor = format?.classes ? classify(produced, name, format.classes) : produced;
     const head = `{"name":${JSON.stringify(name)},"datatype":"${tensor.dtype}","shape":[${tensor.shape.join(',')}]`;
     if (format?.shm) {
       (decoded.sharedMemory as SharedMemoryManager).write(format.shm, encodeBinary(tensor), name);
@@ -199,6 +204,18 @@ export function encodeHttpInfer(response: InferenceResponse, decoded: DecodedHtt
 }
 
 const NO_PARAMETERS: Readonly<Record<string, unknown>> = Object.freeze({});
+
+/** The `classification` parameter of output `name`: a class count (0 or absent: none). */
+export function classificationOf(value: unknown, model: Model, name: string): Classification | undefined {
+  if (value === undefined) return undefined;
+  const count = typeof value === 'bigint' ? Number(value) : value;
+  if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 0) {
+    throw invalid(`output '${name}': 'classification' must be a non-negative integer (the number of classes), got ${String(value)}`);
+  }
+  if (count === 0) return undefined;
+  const labels = model.outputs.find((o) => o.name === name)?.labels;
+  return { count, batched: model.config.effectiveMaxBatchSize > 0, labels };
+}
 
 /** How output `name` goes back as the request named it; undefined when it did not (the request's default). */
 function formatFor(decoded: DecodedHttpInfer, name: string): OutputFormat | undefined {

@@ -1,7 +1,8 @@
 import { Cancellation } from '../../../lib/cancellation';
 import { TritonError } from '../../../lib/errors';
 import type { Model } from '../../../lib/model/model';
-import { decodeGrpcInfer, encodeGrpcInfer } from '../../../lib/server/grpc/infer-codec';
+import { decodeGrpcInfer, encodeGrpcInfer, grpcOutputHandling } from '../../../lib/server/grpc/infer-codec';
+import { SharedMemoryManager } from '../../../lib/server/shared-memory';
 import type { ModelInferRequestMessage } from '../../../lib/server/grpc/messages';
 
 /** decodeGrpcInfer reads only the model's name and version; validation against specs is the model's job. */
@@ -93,7 +94,6 @@ describe('decodeGrpcInfer', () => {
       /contents field must not be specified when using raw_input_contents for 'A'/,
     ],
     ['a reserved triton_ key', { parameters: { triton_x: { bool_param: true } } }, 'INVALID_ARGUMENT', /reserved for Triton usage/],
-    ['a classification output', { outputs: [{ name: 'A', parameters: { classification: { int64_param: '3' } } }] }, 'UNSUPPORTED', /classification/],
     [
       'a shared-memory input without a byte size',
       { inputs: [{ name: 'A', datatype: 'FP32', shape: [1], parameters: { shared_memory_region: { string_param: 'r' } } }] },
@@ -138,5 +138,37 @@ describe('encodeGrpcInfer', () => {
     expect(Buffer.from(msg.raw_output_contents[1] as Uint8Array)).toEqual(Buffer.from([2, 0, 0, 0, 104, 105]));
     expect(msg.raw_output_contents[2]?.byteLength).toBe(0);
     expect(msg.parameters).toBeUndefined();
+  });
+});
+
+describe('grpcOutputHandling', () => {
+  const classifier = { name: 'c', version: '1', config: { effectiveMaxBatchSize: 8 }, outputs: [{ name: 'P', labels: ['cat', 'dog', 'eel'] }] } as unknown as Model;
+  const shm = new SharedMemoryManager(false);
+  const request = (parameters: Record<string, unknown>) => ({ model_name: 'c', inputs: [], outputs: [{ name: 'P', parameters }] }) as unknown as ModelInferRequestMessage;
+
+  it('answers a classification output as its top classes with labels, BYTES [rows, count]', () => {
+    const handling = grpcOutputHandling(request({ classification: { int64_param: '2' } }), classifier, shm);
+    const msg = encodeGrpcInfer(
+      { id: '', modelName: 'c', modelVersion: '1', outputs: [{ name: 'P', tensor: { dtype: 'FP32', shape: [2, 3], data: Float32Array.of(0.1, 0.7, 0.2, 0.5, 0.25, 0.25) } }] },
+      undefined,
+      handling,
+    );
+    expect(msg.outputs).toEqual([{ name: 'P', datatype: 'BYTES', shape: [2, 2] }]);
+    const raw = Buffer.from(msg.raw_output_contents[0] as Uint8Array);
+    const strings: string[] = [];
+    for (let pos = 0; pos < raw.length; ) {
+      const n = raw.readUInt32LE(pos);
+      strings.push(raw.toString('utf8', pos + 4, pos + 4 + n));
+      pos += 4 + n;
+    }
+    expect(strings).toEqual(['0.700000:1:dog', '0.200000:2:eel', '0.500000:0:cat', '0.250000:1:dog']);
+  });
+
+  it('has nothing to do for plain outputs, and refuses classification with shared memory', () => {
+    expect(grpcOutputHandling(request({}), classifier, shm)).toBeUndefined();
+    expect(grpcOutputHandling(request({ classification: { int64_param: '0' } }), classifier, shm)).toBeUndefined();
+    const both = { classification: { int64_param: '1' }, shared_memory_region: { string_param: 'r' }, shared_memory_byte_size: { int64_param: '8' } };
+    expect(errorOf(() => grpcOutputHandling(request(both), classifier, shm)).message).toMatch(/'classification' cannot be combined with 'shared_memory_region'/);
+    expect(errorOf(() => grpcOutputHandling(request({ classification: { int64_param: '-1' } }), classifier, shm)).message).toMatch(/must be a non-negative integer/);
   });
 });
