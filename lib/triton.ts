@@ -18,6 +18,7 @@ import { GrpcServer } from './server/grpc/grpc-server';
 import { Metrics, MetricsServer } from './metrics/metrics';
 import { HttpServer } from './server/http/http-server';
 import { SharedMemoryManager } from './server/shared-memory';
+import { logSettingsOf, updateLogSettings, type LogSettings } from './log-settings';
 import type { ServerCore, ServerMetadata } from './server/server-core';
 import { VERSION } from './version';
 
@@ -58,7 +59,7 @@ type State = 'created' | 'starting' | 'running' | 'stopping' | 'stopped';
 const MODEL_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
 
 /** Extensions the server implements; `GET /v2` lists exactly these. */
-const EXTENSIONS = ['binary_tensor_data', 'classification', 'model_configuration', 'parameters', 'schedule_policy', 'statistics'];
+const EXTENSIONS = ['binary_tensor_data', 'classification', 'logging', 'model_configuration', 'parameters', 'schedule_policy', 'statistics'];
 
 /**
  * The server: binds models, serves them over HTTP (and the other transports), and stops in order:
@@ -271,6 +272,10 @@ export class Triton implements ServerCore, AsyncDisposable {
     return { name: 'tstriton', version: this.config.serverVersion ?? VERSION, extensions };
   }
 
+  logSettings(update?: Readonly<Record<string, unknown>>): LogSettings {
+    return update ? updateLogSettings(this.logger, update) : logSettingsOf(this.logger);
+  }
+
   modelStatistics(name?: string, version?: string): Record<string, unknown>[] {
     const models = name ? [this.repository.get(name, version)] : this.repository.all().filter((m) => m.ready);
     for (const m of models) {
@@ -288,7 +293,24 @@ export class Triton implements ServerCore, AsyncDisposable {
       return Promise.reject(err);
     }
     this.inFlight++;
+    if (this.logger.isLevelEnabled('debug')) return this.inferLogged(model, request);
     return model.infer(request).then(this.inferDone, this.inferFailed);
+  }
+
+  /** `infer` with a debug line per request (log_verbose_level ≥ 1). */
+  private inferLogged(model: Model, request: InferenceRequest): Promise<InferenceResponse> {
+    const start = performance.now();
+    const line = (outcome: string) => ({ model: model.name, version: model.version, id: request.id, outcome, ms: Math.round((performance.now() - start) * 1000) / 1000 });
+    return model.infer(request).then(
+      (response) => {
+        this.logger.debug(line('ok'), 'inference request');
+        return this.inferDone(response);
+      },
+      (err: unknown) => {
+        this.logger.debug(line(err instanceof Error ? err.message : String(err)), 'inference request');
+        return this.inferFailed(err);
+      },
+    );
   }
 
   /** The end of an infer call (made once: this runs for every request). */

@@ -2,6 +2,7 @@ import type { TritonConfig } from '../config/triton-config';
 import type { InferenceRequest, InferenceResponse } from '../model/inference';
 import type { ModelRepository } from '../model/model-repository';
 import type { SharedMemoryManager } from './shared-memory';
+import type { LogSettings } from '../log-settings';
 
 /** Server metadata, as `GET /v2` and gRPC ServerMetadata return it. */
 export interface ServerMetadata {
@@ -21,6 +22,8 @@ export interface ServerCore {
   metadata(): ServerMetadata;
   /** Statistics of one model (or every ready model) in Triton's `model_stats` form. */
   modelStatistics(name?: string, version?: string): Record<string, unknown>[];
+  /** The logging settings; with `update` (any subset), changes them first. */
+  logSettings(update?: Readonly<Record<string, unknown>>): LogSettings;
   /** Runs one request through its model; tracks it as in flight for an orderly stop. */
   infer(request: InferenceRequest): Promise<InferenceResponse>;
   /** Runs one request of a decoupled model; responses arrive as produced, the last one marked final. */

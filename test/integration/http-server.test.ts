@@ -126,6 +126,25 @@ describe('HTTP server', () => {
     expect(ok.status).toBe(200);
   });
 
+  it('reads and changes the log settings on /v2/logging, refusing what it cannot do', async () => {
+    const get = async () => (await (await fetch(`${base}/v2/logging`)).json()) as Record<string, unknown>;
+    const post = (body: string) => fetch(`${base}/v2/logging`, { method: 'POST', body });
+    const before = await get();
+    expect(before).toMatchObject({ log_file: '', log_format: 'default', log_error: false }); // the test server is silent
+    const changed = await post(JSON.stringify({ log_verbose_level: 1 }));
+    expect(changed.status).toBe(200);
+    expect(await changed.json()).toMatchObject({ log_verbose_level: 1, log_info: true });
+    expect((await get()).log_verbose_level).toBe(1);
+    const file = await post(JSON.stringify({ log_file: '/tmp/x.log' }));
+    expect(file.status).toBe(501);
+    expect(((await file.json()) as { error: string }).error).toBe('log file location can not be updated through network protocol');
+    expect((await post('[1]')).status).toBe(400);
+    expect((await post(JSON.stringify({ log_info: 'yes' }))).status).toBe(400);
+    expect((await fetch(`${base}/v2/logging`, { method: 'PUT' })).status).toBe(405);
+    await post(JSON.stringify({ log_verbose_level: before.log_verbose_level, log_info: before.log_info, log_warning: before.log_warning, log_error: before.log_error }));
+    expect(await get()).toEqual(before);
+  });
+
   it('serves users\' own express routes', async () => {
     triton.http.router.get('/custom', (_req, res) => {
       res.json({ hello: 'world' });

@@ -17,7 +17,6 @@ const UNIMPLEMENTED_RPCS = [
   'RepositoryModelLoad',
   'RepositoryModelUnload',
   'TraceSetting',
-  'LogSettings',
 ] as const;
 
 /**
@@ -55,6 +54,16 @@ export function inferenceService(ctx: GrpcContext): UntypedServiceImplementation
       throw new TritonError('UNSUPPORTED', 'CUDA shared memory is not supported by this server');
     }),
     CudaSharedMemoryUnregister: unary(ctx, false, () => ({})),
+    LogSettings: unary(ctx, false, (req: { settings?: Record<string, SettingValue> }) => {
+      const entries = Object.entries(req.settings ?? {});
+      const update = Object.fromEntries(entries.map(([k, v]) => [k, v.bool_param ?? (v.uint32_param !== undefined ? Number(v.uint32_param) : v.string_param)]));
+      const settings = core.logSettings(entries.length > 0 ? update : undefined);
+      return {
+        settings: Object.fromEntries(
+          Object.entries(settings).map(([k, v]) => [k, typeof v === 'boolean' ? { bool_param: v } : typeof v === 'number' ? { uint32_param: v } : { string_param: v }]),
+        ),
+      };
+    }),
     ModelInfer: modelInfer(ctx) as UntypedHandleCall,
     ModelStreamInfer: modelStreamInfer(ctx) as UntypedHandleCall,
   };
@@ -64,6 +73,13 @@ export function inferenceService(ctx: GrpcContext): UntypedServiceImplementation
     });
   }
   return service;
+}
+
+/** `LogSettingsRequest.SettingValue`: one of a bool, a uint32 or a string. */
+interface SettingValue {
+  bool_param?: boolean;
+  uint32_param?: number;
+  string_param?: string;
 }
 
 /** A synchronous unary handler; thrown errors become the call's status. */

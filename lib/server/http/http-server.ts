@@ -7,6 +7,7 @@ import { TritonError, toTritonError } from '../../errors';
 import type { ServerCore } from '../server-core';
 import { compress, negotiateEncoding, ownMemory, readBody } from './body';
 import { handleSharedMemory, SHARED_MEMORY_ROUTE } from './shared-memory-routes';
+import { parseJson } from '../../tensor/lossless-json';
 import { forwardHeaders, headerMatcher } from '../forward-headers';
 import { handleGenerate } from './generate';
 import { decodeHttpInfer, encodeHttpInfer } from './infer-codec';
@@ -210,6 +211,19 @@ function buildApp(core: ServerCore, router: Router): Express {
   app.all('/v2', (req, res) => {
     if (req.method !== 'GET') return methodNotAllowed(res);
     res.json(core.metadata());
+  });
+
+  app.all('/v2/logging', (req, res) => {
+    if (req.method === 'GET') return void res.json(core.logSettings());
+    if (req.method !== 'POST') return methodNotAllowed(res);
+    readBody(req, 64 * 1024).then(
+      (body) => {
+        const text = body.toString('utf8').trim();
+        const update = text === '' ? {} : parseJson(text, core.config.jsonMaxDepth);
+        if (typeof update !== 'object' || update === null || Array.isArray(update)) throw new TritonError('INVALID_ARGUMENT', 'the logging settings must be a JSON object');
+        res.json(core.logSettings(update as Record<string, unknown>));
+      },
+    ).catch((err: unknown) => sendError(res, toTritonError(err)));
   });
 
   app.all('/v2/models/stats', (req, res) => {
