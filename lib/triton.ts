@@ -19,7 +19,7 @@ import { Metrics, MetricsServer } from './metrics/metrics';
 import { HttpServer } from './server/http/http-server';
 import { SharedMemoryManager } from './server/shared-memory';
 import { logSettingsOf, updateLogSettings, type LogSettings } from './log-settings';
-import type { ServerCore, ServerMetadata } from './server/server-core';
+import type { RepositoryIndexEntry, ServerCore, ServerMetadata } from './server/server-core';
 import { VERSION } from './version';
 
 /** Arguments of `Triton.bind()`, as PyTriton's `bind`. */
@@ -59,7 +59,17 @@ type State = 'created' | 'starting' | 'running' | 'stopping' | 'stopped';
 const MODEL_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
 
 /** Extensions the server implements; `GET /v2` lists exactly these. */
-const EXTENSIONS = ['binary_tensor_data', 'classification', 'logging', 'model_configuration', 'parameters', 'schedule_policy', 'statistics'];
+const EXTENSIONS = [
+  'binary_tensor_data',
+  'classification',
+  'logging',
+  'model_configuration',
+  'model_repository',
+  'model_repository(unload_dependents)',
+  'parameters',
+  'schedule_policy',
+  'statistics',
+];
 
 /**
  * The server: binds models, serves them over HTTP (and the other transports), and stops in order:
@@ -82,6 +92,8 @@ export class Triton implements ServerCore, AsyncDisposable {
   readonly sharedMemory: SharedMemoryManager;
 
   private state: State = 'created';
+  /** How each bound model was bound, to build it again when it is loaded after an unload. */
+  private readonly bindings = new Map<Model, BindOptions>();
   private readonly remote = new RemoteModels();
   private readonly transports: Transport[] = [];
   private stopping: Promise<number> | undefined;
@@ -141,6 +153,17 @@ export class Triton implements ServerCore, AsyncDisposable {
       const taken = this.repository.all().some((m) => m.name === modelName && m.version === String(version));
       if (taken) throw new TritonError('ALREADY_EXISTS', `model '${modelName}' version ${version} is already bound`);
     }
+    const model = this.buildModel(options, modelName, version);
+    this.repository.add(model);
+    this.bindings.set(model, options);
+    if (this.state === 'running') {
+      model.load().catch((err: Error) => this.logger.error({ model: modelName, err: err.message }, 'model failed to load'));
+    }
+    return model;
+  }
+
+  /** Builds a model and its instances from its binding (at bind, and again when it is loaded after an unload). */
+  private buildModel(options: BindOptions, modelName: string, version: number): Model {
     const onnx = isOnnxModelSpec(options.inferFunc) ? resolveOnnxBinding(options.inferFunc, modelName, options) : undefined;
     const config = onnx?.config ?? (options.config instanceof ModelConfig ? options.config : new ModelConfig(options.config));
     validateOrThrow(config, `ModelConfig of model '${modelName}'`);
@@ -178,7 +201,7 @@ export class Triton implements ServerCore, AsyncDisposable {
     } else {
       instances = createInstances(onnx?.inferFunc ?? (options.inferFunc as InferFunc), modelName);
     }
-    const model = new Model({
+    return new Model({
       platform: ensembleFields?.platform ?? onnx?.platform,
       backend: ensembleFields?.backend ?? onnx?.backend,
       instanceGroups: ensembleFields?.instanceGroups,
@@ -195,11 +218,60 @@ export class Triton implements ServerCore, AsyncDisposable {
       onUnrecoverable: (err, m) => this.onUnrecoverable(err, m),
       responseCache: config.responseCache ? this.responseCache : undefined,
     });
-    this.repository.add(model);
-    if (this.state === 'running') {
-      model.load().catch((err: Error) => this.logger.error({ model: modelName, err: err.message }, 'model failed to load'));
+  }
+
+  /**
+   * The repository index: every bound model with its state (`READY`, `LOADING`, `UNLOADING`,
+   * `UNAVAILABLE`) and, when not ready, why; only ready ones with `readyOnly`.
+   */
+  repositoryIndex(readyOnly = false): RepositoryIndexEntry[] {
+    return this.repository
+      .all()
+      .filter((m) => !readyOnly || m.ready)
+      .map((m) => {
+        const reason = m.unloaded ? 'unloaded' : m.state === 'UNAVAILABLE' ? (m.loadError?.message ?? 'unavailable') : '';
+        return reason ? { name: m.name, version: m.version, state: m.state, reason } : { name: m.name, version: m.version, state: m.state };
+      });
+  }
+
+  /**
+   * Loads a bound model again after an unload (or a failed load): new instances from its binding, warmup,
+   * READY. A model that is ready already is left as it is. Every version of the name is loaded.
+   */
+  async loadModel(name: string): Promise<void> {
+    if (this.state !== 'running') throw new TritonError('UNAVAILABLE', 'Server is stopping and accepts no new requests');
+    const models = this.repository.versionsOf(name);
+    if (models.length === 0) throw new TritonError('INVALID_ARGUMENT', `failed to load '${name}', failed to poll from model repository`);
+    for (const old of models) {
+      if (old.state === 'READY' || old.state === 'LOADING') continue;
+      if (old.state === 'UNLOADING') throw new TritonError('UNAVAILABLE', `model '${name}' is unloading; load it once it has unloaded`);
+      const options = this.bindings.get(old) as BindOptions;
+      const fresh = this.buildModel(options, old.name, Number(old.version));
+      this.bindings.delete(old);
+      this.bindings.set(fresh, options);
+      this.repository.replace(fresh);
+      this.logger.info({ model: name, version: fresh.version }, 'loading model');
+      await fresh.load();
     }
-    return model;
+  }
+
+  /**
+   * Unloads every version of a model: new requests are refused at once, the ones in flight finish (for up to
+   * `exitTimeoutSeconds`), then its instances close. With `unloadDependents`, ensembles that call it are
+   * unloaded too.
+   */
+  async unloadModel(name: string, unloadDependents = false): Promise<void> {
+    if (this.state !== 'running') throw new TritonError('UNAVAILABLE', 'Server is stopping and accepts no new requests');
+    const models = this.repository.versionsOf(name);
+    if (models.length === 0) throw new TritonError('INVALID_ARGUMENT', `failed to unload '${name}', no version is available`);
+    const targets = [...models];
+    if (unloadDependents) {
+      for (const [model, options] of this.bindings) {
+        if (isEnsembleSpec(options.inferFunc) && options.inferFunc.steps.some((s) => s.modelName === name)) targets.push(model);
+      }
+    }
+    this.logger.info({ models: targets.map((m) => m.name) }, 'unloading');
+    await Promise.all(targets.map((m) => m.unload(this.config.exitTimeoutSeconds * 1000)));
   }
 
   /** Starts every transport in the background; resolves once they listen. */
@@ -264,7 +336,8 @@ export class Triton implements ServerCore, AsyncDisposable {
 
   isReady(): boolean {
     if (this.state !== 'running') return false;
-    return !this.config.strictReadiness || this.repository.all().every((m) => m.ready);
+    // Models unloaded on purpose do not hold the server back.
+    return !this.config.strictReadiness || this.repository.all().every((m) => m.ready || m.unloaded);
   }
 
   metadata(): ServerMetadata {

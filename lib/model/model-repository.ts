@@ -15,6 +15,18 @@ export class ModelRepository {
     versions.set(model.version, model);
   }
 
+  /** Puts `model` in the place of the model with its name and version (a model loaded again). */
+  replace(model: Model): void {
+    const versions = this.models.get(model.name);
+    if (!versions?.has(model.version)) throw new TritonError('INTERNAL', `model '${model.name}' version ${model.version} is not bound`);
+    versions.set(model.version, model);
+  }
+
+  /** Every version of `name`, in binding order (none when it is not bound). */
+  versionsOf(name: string): Model[] {
+    return [...(this.models.get(name)?.values() ?? [])];
+  }
+
   /** True if a model of that name is bound (any version). */
   has(name: string): boolean {
     return this.models.has(name);

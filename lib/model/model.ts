@@ -14,7 +14,7 @@ import type { InferenceRequest, InferenceResponse, NamedTensor } from './inferen
 import { ResponseCache } from './response-cache';
 
 /** Model states, as the repository index reports them. */
-export type ModelState = 'LOADING' | 'READY' | 'UNAVAILABLE';
+export type ModelState = 'LOADING' | 'READY' | 'UNLOADING' | 'UNAVAILABLE';
 
 /** Everything a Model is built from. */
 export interface ModelInit {
@@ -172,6 +172,8 @@ export class Model {
   state: ModelState = 'LOADING';
   /** Why the model failed to load, when it did. */
   loadError: Error | undefined;
+  /** True once unloaded through the repository API (it then no longer counts toward server readiness). */
+  unloaded = false;
 
   private readonly inputByName: Map<string, NamedTensorSpec>;
   private readonly outputByName: Map<string, NamedTensorSpec>;
@@ -182,6 +184,8 @@ export class Model {
   private live = 0;
   private created = 0;
   private released = 0;
+  /** Called when the last live request ends (an unload waits for it). */
+  private drained: (() => void) | undefined;
 
   constructor(init: ModelInit) {
     this.bls = init.bls;
@@ -418,6 +422,31 @@ export class Model {
   jobReleased(): void {
     this.live--;
     this.released++;
+    if (this.live === 0 && this.drained) this.drained();
+  }
+
+  /**
+   * Unloads the model: refuses new requests at once (`UNLOADING`), lets the ones it holds finish for up to
+   * `timeoutMs` (then fails those still queued), and closes its instances (`UNAVAILABLE`). A model is not
+   * loaded again: the server builds a new one from the same binding.
+   */
+  async unload(timeoutMs: number): Promise<void> {
+    if (this.state === 'UNLOADING' || this.unloaded) return;
+    this.state = 'UNLOADING';
+    if (this.live > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, timeoutMs);
+        this.drained = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.drained = undefined;
+      this.scheduler.rejectAll(new TritonError('UNAVAILABLE', `model '${this.name}' was unloaded before the request ran`));
+    }
+    await Promise.allSettled(this.instances.map((i) => i.close()));
+    this.state = 'UNAVAILABLE';
+    this.unloaded = true;
   }
 
   private validateInputs(req: InferenceRequest): { inputs: Record<string, Tensor>; rows: number; batchKey: string } {

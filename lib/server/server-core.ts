@@ -4,6 +4,14 @@ import type { ModelRepository } from '../model/model-repository';
 import type { SharedMemoryManager } from './shared-memory';
 import type { LogSettings } from '../log-settings';
 
+/** One model in the repository index. */
+export interface RepositoryIndexEntry {
+  name: string;
+  version: string;
+  state: string;
+  reason?: string;
+}
+
 /** Server metadata, as `GET /v2` and gRPC ServerMetadata return it. */
 export interface ServerMetadata {
   name: string;
@@ -22,6 +30,12 @@ export interface ServerCore {
   metadata(): ServerMetadata;
   /** Statistics of one model (or every ready model) in Triton's `model_stats` form. */
   modelStatistics(name?: string, version?: string): Record<string, unknown>[];
+  /** Every bound model and its state (only the ready ones with `readyOnly`). */
+  repositoryIndex(readyOnly?: boolean): RepositoryIndexEntry[];
+  /** Loads a bound model again after an unload. */
+  loadModel(name: string): Promise<void>;
+  /** Unloads a model (and, with `unloadDependents`, the ensembles that call it). */
+  unloadModel(name: string, unloadDependents?: boolean): Promise<void>;
   /** The logging settings; with `update` (any subset), changes them first. */
   logSettings(update?: Readonly<Record<string, unknown>>): LogSettings;
   /** Runs one request through its model; tracks it as in flight for an orderly stop. */

@@ -244,7 +244,7 @@ describe('gRPC server: metadata RPCs', () => {
     expect(cuda.code).toBe(grpc.status.UNIMPLEMENTED);
   });
 
-  it.each(['RepositoryIndex', 'RepositoryModelLoad', 'TraceSetting'])(
+  it.each(['TraceSetting'])(
     'answers %s with UNIMPLEMENTED',
     async (rpc) => {
       const err = await rejection(client.call(rpc, {}));

@@ -244,7 +244,6 @@ def test_missing_raw_data_is_invalid_argument(stub):
 
 
 @pytest.mark.parametrize("call", [
-    lambda c: c.get_model_repository_index(),
     lambda c: c.get_trace_settings(),
 ])
 def test_unsupported_rpcs_are_unimplemented(client, call):

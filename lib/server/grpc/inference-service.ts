@@ -9,15 +9,11 @@ import type {
   ServerMetadataResponseMessage,
 } from './messages';
 import { modelInfer } from './model-infer';
+import { refuseOverrides } from '../http/repository-routes';
 import { modelStreamInfer } from './model-stream-infer';
 
 /** RPCs of `inference.GRPCInferenceService` this server does not implement; they answer UNIMPLEMENTED. */
-const UNIMPLEMENTED_RPCS = [
-  'RepositoryIndex',
-  'RepositoryModelLoad',
-  'RepositoryModelUnload',
-  'TraceSetting',
-] as const;
+const UNIMPLEMENTED_RPCS = ['TraceSetting'] as const;
 
 /**
  * Handlers of `inference.GRPCInferenceService`. Health-like RPCs (ServerLive, ServerReady, ModelReady)
@@ -54,6 +50,21 @@ export function inferenceService(ctx: GrpcContext): UntypedServiceImplementation
       throw new TritonError('UNSUPPORTED', 'CUDA shared memory is not supported by this server');
     }),
     CudaSharedMemoryUnregister: unary(ctx, false, () => ({})),
+    RepositoryIndex: unary(ctx, false, (req: { repository_name?: string; ready?: boolean }) => {
+      refuseRepositoryName(req.repository_name);
+      return { models: core.repositoryIndex(req.ready === true) };
+    }),
+    RepositoryModelLoad: unaryAsync(ctx, async (req: RepositoryModelRequest) => {
+      refuseRepositoryName(req.repository_name);
+      refuseOverrides(Object.keys(req.parameters ?? {}), req.model_name ?? '');
+      await core.loadModel(req.model_name ?? '');
+      return {};
+    }),
+    RepositoryModelUnload: unaryAsync(ctx, async (req: RepositoryModelRequest) => {
+      refuseRepositoryName(req.repository_name);
+      await core.unloadModel(req.model_name ?? '', req.parameters?.unload_dependents?.bool_param === true);
+      return {};
+    }),
     LogSettings: unary(ctx, false, (req: { settings?: Record<string, SettingValue> }) => {
       const entries = Object.entries(req.settings ?? {});
       const update = Object.fromEntries(entries.map(([k, v]) => [k, v.bool_param ?? (v.uint32_param !== undefined ? Number(v.uint32_param) : v.string_param)]));
@@ -80,6 +91,34 @@ interface SettingValue {
   bool_param?: boolean;
   uint32_param?: number;
   string_param?: string;
+}
+
+/** `RepositoryModelLoadRequest` / `RepositoryModelUnloadRequest`. */
+interface RepositoryModelRequest {
+  repository_name?: string;
+  model_name?: string;
+  parameters?: Record<string, { bool_param?: boolean; int64_param?: unknown; string_param?: string; bytes_param?: Uint8Array }>;
+}
+
+function refuseRepositoryName(name: string | undefined): void {
+  if (name) throw new TritonError('UNSUPPORTED', "'repository_name' specification is not supported");
+}
+
+/** An asynchronous unary handler (refused while the server stops); rejections become the call's status. */
+function unaryAsync<Req, Res>(ctx: GrpcContext, fn: (req: Req) => Promise<Res>): UntypedHandleCall {
+  return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
+    if (!ctx.tracker.accepting) return callback(toGrpcStatus(stoppingError()));
+    let pending: Promise<Res>;
+    try {
+      pending = fn(call.request);
+    } catch (err) {
+      return callback(toGrpcStatus(err));
+    }
+    pending.then(
+      (response) => callback(null, response),
+      (err: unknown) => callback(toGrpcStatus(err)),
+    );
+  };
 }
 
 /** A synchronous unary handler; thrown errors become the call's status. */

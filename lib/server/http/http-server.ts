@@ -7,6 +7,7 @@ import { TritonError, toTritonError } from '../../errors';
 import type { ServerCore } from '../server-core';
 import { compress, negotiateEncoding, ownMemory, readBody } from './body';
 import { handleSharedMemory, SHARED_MEMORY_ROUTE } from './shared-memory-routes';
+import { handleRepository, REPOSITORY_ROUTE } from './repository-routes';
 import { parseJson } from '../../tensor/lossless-json';
 import { forwardHeaders, headerMatcher } from '../forward-headers';
 import { handleGenerate } from './generate';
@@ -233,6 +234,15 @@ function buildApp(core: ServerCore, router: Router): Express {
     } catch (err) {
       sendError(res, toTritonError(err));
     }
+  });
+
+  app.use((req, res, next: NextFunction) => {
+    const m = REPOSITORY_ROUTE.exec(req.path);
+    if (!m) return next();
+    handleRepository(core, m, req).then(
+      (body) => (body === undefined ? res.status(200).type('application/json').end() : res.json(body)),
+      (err: unknown) => sendError(res, toTritonError(err)),
+    );
   });
 
   app.use((req, res, next: NextFunction) => {

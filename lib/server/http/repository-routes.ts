@@ -1,0 +1,51 @@
+import type * as http from 'node:http';
+import { TritonError } from '../../errors';
+import { parseJson } from '../../tensor/lossless-json';
+import type { ServerCore } from '../server-core';
+import { readBody } from './body';
+
+/** `/v2/repository[/{repository}]/index` and `/v2/repository[/{repository}]/models/{m}/{load,unload}`. */
+export const REPOSITORY_ROUTE = /^\/v2\/repository(?:\/([^/]+))?\/(?:(index)|models\/([^/]+)\/(load|unload))$/;
+
+const BODY_LIMIT = 1024 * 1024;
+
+/**
+ * Serves the model repository extension for bound models: the index, unload, and load again. Models are
+ * bound in code, so a load cannot bring a new config or new files.
+ */
+export async function handleRepository(core: ServerCore, match: RegExpExecArray, req: http.IncomingMessage): Promise<unknown> {
+  const [, repositoryName, index, rawModel, action] = match;
+  if (req.method !== 'POST') throw new TritonError('METHOD_NOT_ALLOWED', 'Method Not Allowed');
+  if (repositoryName !== undefined) throw new TritonError('UNSUPPORTED', "'repository_name' specification is not supported");
+  const body = await readBody(req, BODY_LIMIT);
+  const text = body.toString('utf8').trim();
+  const json = text === '' ? {} : parseJson(text, core.config.jsonMaxDepth);
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new TritonError('INVALID_ARGUMENT', 'the request body must be a JSON object');
+  const request = json as Record<string, unknown>;
+  if (index) {
+    const ready = request.ready ?? false;
+    if (typeof ready !== 'boolean') throw new TritonError('INVALID_ARGUMENT', "'ready' must be a boolean");
+    return core.repositoryIndex(ready);
+  }
+  const model = decodeURIComponent(rawModel as string);
+  const parameters = request.parameters ?? {};
+  if (typeof parameters !== 'object' || parameters === null || Array.isArray(parameters)) throw new TritonError('INVALID_ARGUMENT', "'parameters' must be an object");
+  const params = parameters as Record<string, unknown>;
+  if (action === 'load') {
+    refuseOverrides(Object.keys(params), model);
+    await core.loadModel(model);
+    return undefined;
+  }
+  const dependents = params.unload_dependents ?? false;
+  if (typeof dependents !== 'boolean') throw new TritonError('INVALID_ARGUMENT', "'unload_dependents' must be a boolean");
+  await core.unloadModel(model, dependents);
+  return undefined;
+}
+
+/** A load that brings a config or files: this server's models are bound in code. */
+export function refuseOverrides(keys: readonly string[], model: string): void {
+  const override = keys.find((k) => k === 'config' || k.startsWith('file:'));
+  if (override) {
+    throw new TritonError('UNSUPPORTED', `failed to load '${model}': '${override}' is not supported; models are bound in code, so a load can only bring a bound model back`);
+  }
+}
