@@ -10,7 +10,7 @@ import type { InferParameterMap, ModelInferRequestMessage, ModelInferResponseMes
 import { decodeTensorContents } from './tensor-contents';
 import { shmTargetOf, type SharedMemoryManager, type ShmTarget } from '../shared-memory';
 import { classify, type Classification } from '../../tensor/classification';
-import { classificationOf } from '../http/infer-codec';
+import { classificationOf } from '../extensions';
 
 /** `triton_*` request parameters gRPC clients may send (perf_analyzer sends this one on every request). */
 export const GRPC_ALLOWED_TRITON_KEYS: ReadonlySet<string> = new Set(['triton_enable_empty_final_response']);

@@ -9,7 +9,7 @@ import type {
   ServerMetadataResponseMessage,
 } from './messages';
 import { modelInfer } from './model-infer';
-import { refuseOverrides } from '../http/repository-routes';
+import { refuseOverrides } from '../extensions';
 import { modelStreamInfer } from './model-stream-infer';
 
 /** RPCs of `inference.GRPCInferenceService` this server does not implement; they answer UNIMPLEMENTED. */

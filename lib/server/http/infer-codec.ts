@@ -8,6 +8,7 @@ import { decodeJsonData, encodeJsonData } from '../../tensor/json-codec';
 import { parseJson } from '../../tensor/lossless-json';
 import { parseParameters } from '../parameters';
 import { classify, type Classification } from '../../tensor/classification';
+import { classificationOf } from '../extensions';
 import { shmTargetOf, type SharedMemoryManager, type ShmTarget } from '../shared-memory';
 
 /**
@@ -205,17 +206,6 @@ export function encodeHttpInfer(response: InferenceResponse, decoded: DecodedHtt
 
 const NO_PARAMETERS: Readonly<Record<string, unknown>> = Object.freeze({});
 
-/** The `classification` parameter of output `name`: a class count (0 or absent: none). */
-export function classificationOf(value: unknown, model: Model, name: string): Classification | undefined {
-  if (value === undefined) return undefined;
-  const count = typeof value === 'bigint' ? Number(value) : value;
-  if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 0) {
-    throw invalid(`output '${name}': 'classification' must be a non-negative integer (the number of classes), got ${String(value)}`);
-  }
-  if (count === 0) return undefined;
-  const labels = model.outputs.find((o) => o.name === name)?.labels;
-  return { count, batched: model.config.effectiveMaxBatchSize > 0, labels };
-}
 
 /** How output `name` goes back as the request named it; undefined when it did not (the request's default). */
 function formatFor(decoded: DecodedHttpInfer, name: string): OutputFormat | undefined {

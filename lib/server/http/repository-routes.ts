@@ -3,6 +3,7 @@ import { TritonError } from '../../errors';
 import { parseJson } from '../../tensor/lossless-json';
 import type { ServerCore } from '../server-core';
 import { readBody } from './body';
+import { refuseOverrides } from '../extensions';
 
 /** `/v2/repository[/{repository}]/index` and `/v2/repository[/{repository}]/models/{m}/{load,unload}`. */
 export const REPOSITORY_ROUTE = /^\/v2\/repository(?:\/([^/]+))?\/(?:(index)|models\/([^/]+)\/(load|unload))$/;
@@ -40,12 +41,4 @@ export async function handleRepository(core: ServerCore, match: RegExpExecArray,
   if (typeof dependents !== 'boolean') throw new TritonError('INVALID_ARGUMENT', "'unload_dependents' must be a boolean");
   await core.unloadModel(model, dependents);
   return undefined;
-}
-
-/** A load that brings a config or files: this server's models are bound in code. */
-export function refuseOverrides(keys: readonly string[], model: string): void {
-  const override = keys.find((k) => k === 'config' || k.startsWith('file:'));
-  if (override) {
-    throw new TritonError('UNSUPPORTED', `failed to load '${model}': '${override}' is not supported; models are bound in code, so a load can only bring a bound model back`);
-  }
 }
