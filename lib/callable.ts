@@ -20,7 +20,8 @@ export interface Request {
   /**
    * Calls another model from inside this one (business logic scripting): a bound model through its scheduler,
    * so the call batches with other traffic, or a model on another server when `url` is given. Present on the
-   * requests the server hands to in-process instances.
+   * requests the server hands to in-process and worker instances (from a worker, the call runs on the main
+   * thread and its outputs come back as a message).
    */
   readonly infer?: (call: InferCall) => Promise<Record<string, Tensor>>;
 }

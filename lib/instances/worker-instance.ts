@@ -9,6 +9,8 @@ import { BatchNotStarted, checkResponses, startError } from './instance-errors';
 import { decodeResponses, encodeRequests, isDataCloneError } from './worker/batch-codec';
 import { deserializeError, serializeError } from './worker/error-transfer';
 import type { FromWorker, ToWorker, WorkerInit } from './worker/messages';
+import { decodeColumns, encodeColumns, TransferList } from './worker/columns';
+import type { Tensor } from '../tensor/tensor';
 import type { WorkerSpec } from './worker-spec';
 
 /**
@@ -21,6 +23,8 @@ type State = 'new' | 'starting' | 'ready' | 'restarting' | 'backoff' | 'failed' 
 interface InFlight {
   resolve(responses: unknown): void;
   reject(err: Error): void;
+  /** The batch's requests, whose `infer` serves the calls the worker makes for them. */
+  readonly requests: readonly Request[];
 }
 
 /**
@@ -38,6 +42,8 @@ export class WorkerInstance implements Instance {
   private worker: Worker | undefined;
   private context: InstanceContext | undefined;
   private readonly inFlight = new Map<number, InFlight>();
+  /** `request.infer` calls the worker made and the main thread is running, by the worker's call id. */
+  private readonly calls = new Map<number, AbortController>();
   private nextId = 0;
   /** Crashes and failed restarts since the last batch that succeeded. */
   private failures = 0;
@@ -84,7 +90,7 @@ export class WorkerInstance implements Instance {
     // A batch that waits behind another is copied, not moved: if the worker dies first, it can be queued again.
     const waits = this.inFlight.size > 0;
     const responses = await new Promise<unknown>((resolve, reject) => {
-      this.inFlight.set(id, { resolve, reject });
+      this.inFlight.set(id, { resolve, reject, requests });
       try {
         this.post(worker, id, requests, waits);
       } catch (err) {
@@ -189,9 +195,52 @@ export class WorkerInstance implements Instance {
       case 'closed':
         this.onClosed?.(msg.error && deserializeError(msg.error));
         return;
+      case 'bls':
+        this.runCall(msg);
+        return;
+      case 'bls-abort':
+        this.calls.get(msg.call)?.abort(deserializeError(msg.reason));
+        return;
       default:
         return;
     }
+  }
+
+  /**
+   * Runs a `request.infer(...)` call the worker made for one of its requests, as that request's own call on
+   * this thread (through the callee's scheduler, with the request's call chain and cancellation), and posts
+   * the outputs back. They are copied, not moved: they may be views on buffers other requests still read.
+   */
+  private runCall(msg: Extract<FromWorker, { type: 'bls' }>): void {
+    const worker = this.worker;
+    const reply = (m: ToWorker, transferList: ArrayBuffer[] = []) => {
+      if (this.worker !== worker || !worker) return;
+      try {
+        worker.postMessage(m, transferList);
+      } catch (err) {
+        worker.postMessage({ type: 'bls-error', call: msg.call, error: serializeError(err) } satisfies ToWorker);
+      }
+    };
+    const infer = this.inFlight.get(msg.id)?.requests[msg.index]?.infer;
+    if (!infer) {
+      reply({ type: 'bls-error', call: msg.call, error: serializeError(new TritonError('UNSUPPORTED', `instance ${this.name}: this request cannot call other models`)) });
+      return;
+    }
+    const controller = new AbortController();
+    this.calls.set(msg.call, controller);
+    const inputs = decodeColumns(msg.request.inputs, 1)[0] as Record<string, Tensor>;
+    infer({ ...msg.request, inputs, signal: controller.signal })
+      .then(
+        (outputs) => {
+          const transfers = new TransferList();
+          const columns = encodeColumns([outputs], transfers, true);
+          reply({ type: 'bls-result', call: msg.call, outputs: columns }, transfers.list);
+        },
+        (err: unknown) => reply({ type: 'bls-error', call: msg.call, error: serializeError(err) }),
+      )
+      .finally(() => {
+        if (this.calls.get(msg.call) === controller) this.calls.delete(msg.call);
+      });
   }
 
   private take(id: number): InFlight | undefined {
@@ -204,6 +253,9 @@ export class WorkerInstance implements Instance {
   private onExit(worker: Worker, code: number, cause: Error | undefined): void {
     if (this.worker !== worker) return;
     this.worker = undefined;
+    // The calls the worker was waiting on have no one to answer to; call ids start again with the next worker.
+    for (const c of this.calls.values()) c.abort(new TritonError('CANCELLED', `instance ${this.name}: the worker that made the call ended`));
+    this.calls.clear();
     if (this.isClosing()) {
       this.onClosed?.(undefined);
       this.failInFlight(new TritonError('UNAVAILABLE', `instance ${this.name} closed before the batch finished`));

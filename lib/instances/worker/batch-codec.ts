@@ -61,6 +61,9 @@ export function encodeRequests(requests: readonly Request[], copyAll = false): E
 
 /** A request rebuilt in the worker; its AbortSignal is made only if the callable asks for it. */
 class WorkerRequest implements Request {
+  /** Calls another model through the main thread (set by the worker for each request it runs). */
+  infer: Request['infer'];
+
   constructor(
     readonly inputs: Readonly<Record<string, Tensor>>,
     readonly parameters: Readonly<Record<string, ParameterValue>>,

@@ -35,10 +35,23 @@ export interface WireBatch {
 /** A batch's responses on the wire: as columns, or what the callable returned if it was not a list of records. */
 export type WireResult = { readonly count: number; readonly outputs: readonly Column[] } | { readonly raw: unknown };
 
+/** A `request.infer(...)` call made in the worker, as it travels to the main thread (no signal: see `bls-abort`). */
+export interface WireInferCall {
+  readonly modelName: string;
+  readonly modelVersion?: string;
+  /** The call's inputs as the columns of a one-item batch. */
+  readonly inputs: readonly Column[];
+  readonly requestedOutputs?: readonly string[];
+  readonly parameters?: Readonly<Record<string, ParameterValue>>;
+  readonly url?: string;
+}
+
 /** Main thread → worker. */
 export type ToWorker =
   | { readonly type: 'batch'; readonly id: number; readonly batch: WireBatch }
   | { readonly type: 'abort'; readonly id: number; readonly index: number; readonly reason: WireError }
+  | { readonly type: 'bls-result'; readonly call: number; readonly outputs: readonly Column[] }
+  | { readonly type: 'bls-error'; readonly call: number; readonly error: WireError }
   | { readonly type: 'close' };
 
 /** Worker → main thread. */
@@ -47,4 +60,8 @@ export type FromWorker =
   | { readonly type: 'start-failed'; readonly error: WireError }
   | { readonly type: 'result'; readonly id: number; readonly result: WireResult }
   | { readonly type: 'error'; readonly id: number; readonly error: WireError }
+  /** Request `index` of batch `id` calls another model (`request.infer`); `call` names the reply. */
+  | { readonly type: 'bls'; readonly id: number; readonly index: number; readonly call: number; readonly request: WireInferCall }
+  /** The worker-side signal of call `call` aborted. */
+  | { readonly type: 'bls-abort'; readonly call: number; readonly reason: WireError }
   | { readonly type: 'closed'; readonly error?: WireError };

@@ -4,10 +4,12 @@
  * until told to close, when it awaits the batches still queued and calls `finalize`.
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
-import type { Request } from '../../callable';
+import type { InferCall, Request } from '../../callable';
+import type { Tensor } from '../../tensor/tensor';
 import type { Cancellation } from '../../cancellation';
 import { buildCallable, type LoadedCallable } from '../../infer-func';
 import { decodeRequests, encodeResponses, isDataCloneError } from './batch-codec';
+import { decodeColumns, encodeColumns, TransferList } from './columns';
 import { deserializeError, serializeError } from './error-transfer';
 import { loadExport } from './load-export';
 import type { FromWorker, ToWorker, WireBatch, WorkerInit } from './messages';
@@ -30,6 +32,43 @@ async function main(port: MessagePort, init: WorkerInit): Promise<void> {
   const running = new Map<number, (Cancellation | undefined)[]>();
   /** Batches run one after another, in the order they came; this settles when the last one has. */
   let last: Promise<void> = Promise.resolve();
+  /** `request.infer` calls waiting for the main thread's answer. */
+  const calls = new Map<number, { resolve(outputs: Record<string, Tensor>): void; reject(err: Error): void }>();
+  let nextCall = 0;
+
+  /** `request.infer` for request `index` of batch `id`: the main thread runs it as the request's own call. */
+  const callOut = (id: number, index: number, call: InferCall): Promise<Record<string, Tensor>> => {
+    const { signal, ...rest } = call;
+    if (signal?.aborted) return Promise.reject(signal.reason instanceof Error ? signal.reason : new Error('the call was cancelled'));
+    const callId = nextCall++;
+    // Copied, not moved: the caller may still read its inputs.
+    const transfers = new TransferList();
+    const inputs = encodeColumns([rest.inputs], transfers, true);
+    const request = { modelName: rest.modelName, modelVersion: rest.modelVersion, inputs, requestedOutputs: rest.requestedOutputs, parameters: rest.parameters, url: rest.url };
+    return new Promise<Record<string, Tensor>>((resolve, reject) => {
+      const onAbort = () => post(port, { type: 'bls-abort', call: callId, reason: serializeError(signal?.reason ?? new Error('the call was cancelled')) });
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const settle = () => {
+        calls.delete(callId);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      calls.set(callId, {
+        resolve: (outputs) => {
+          settle();
+          resolve(outputs);
+        },
+        reject: (err) => {
+          settle();
+          reject(err);
+        },
+      });
+      try {
+        post(port, { type: 'bls', id, index, call: callId, request }, transfers.list);
+      } catch (err) {
+        calls.get(callId)?.reject(err as Error);
+      }
+    });
+  };
 
   const runBatch = async (id: number, requests: Request[]): Promise<void> => {
     try {
@@ -47,6 +86,9 @@ async function main(port: MessagePort, init: WorkerInit): Promise<void> {
     try {
       const decoded = decodeRequests(wire);
       requests = decoded.requests;
+      requests.forEach((r, index) => {
+        (r as { infer: Request['infer'] }).infer = (call) => callOut(id, index, call);
+      });
       running.set(id, decoded.cancellations);
     } catch (err) {
       post(port, { type: 'error', id, error: serializeError(err) });
@@ -72,6 +114,12 @@ async function main(port: MessagePort, init: WorkerInit): Promise<void> {
         break;
       case 'abort':
         running.get(msg.id)?.[msg.index]?.abort(deserializeError(msg.reason));
+        break;
+      case 'bls-result':
+        calls.get(msg.call)?.resolve(decodeColumns(msg.outputs, 1)[0] as Record<string, Tensor>);
+        break;
+      case 'bls-error':
+        calls.get(msg.call)?.reject(deserializeError(msg.error));
         break;
       case 'close':
         void close();
