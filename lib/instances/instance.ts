@@ -41,7 +41,7 @@ export interface Instance {
   start(context: InstanceContext): Promise<void>;
   /** Runs one batch; resolves with one response per request, in order. */
   execute(requests: Request[]): Promise<Response[]>;
-  /** Runs one batch of a decoupled model: any number of responses per request (in-process instances). */
+  /** Runs one batch of a decoupled model: any number of responses per request (in-process and worker instances). */
   stream?(requests: Request[]): AsyncIterable<StreamItem>;
   /** Releases the instance's resources (calls the callable's `finalize`). */
   close(): Promise<void>;

@@ -1,6 +1,6 @@
 import { extname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { NEVER_ABORTED, type Request, type Response } from '../callable';
+import { NEVER_ABORTED, type Request, type Response, type StreamItem } from '../callable';
 import { cancellationOf } from '../cancellation';
 import { TritonError, UnrecoverableError } from '../errors';
 import { HealthListeners } from './health-listeners';
@@ -8,7 +8,7 @@ import type { Device, HealthEvent, Instance, InstanceContext } from './instance'
 import { BatchNotStarted, checkResponses, startError } from './instance-errors';
 import { decodeResponses, encodeRequests, isDataCloneError } from './worker/batch-codec';
 import { deserializeError, serializeError } from './worker/error-transfer';
-import type { FromWorker, ToWorker, WorkerInit } from './worker/messages';
+import type { FromWorker, ToWorker, WireBatch, WorkerInit } from './worker/messages';
 import { decodeColumns, encodeColumns, TransferList } from './worker/columns';
 import type { Tensor } from '../tensor/tensor';
 import type { WorkerSpec } from './worker-spec';
@@ -42,6 +42,8 @@ export class WorkerInstance implements Instance {
   private worker: Worker | undefined;
   private context: InstanceContext | undefined;
   private readonly inFlight = new Map<number, InFlight>();
+  /** Open decoupled batches: where each streamed item goes. */
+  private readonly streams = new Map<number, (item: StreamItem) => void>();
   /** `request.infer` calls the worker made and the main thread is running, by the worker's call id. */
   private readonly calls = new Map<number, AbortController>();
   private nextId = 0;
@@ -92,29 +94,91 @@ export class WorkerInstance implements Instance {
     const responses = await new Promise<unknown>((resolve, reject) => {
       this.inFlight.set(id, { resolve, reject, requests });
       try {
-        this.post(worker, id, requests, waits);
+        this.post(worker, id, requests, waits, false);
       } catch (err) {
         this.inFlight.delete(id);
         reject(err);
         return;
       }
-      // Signals cannot cross threads: forward each abort as a message to the worker's own Cancellation.
-      requests.forEach((r, index) => {
-        const notify = (reason: unknown) => worker.postMessage({ type: 'abort', id, index, reason: serializeError(reason) } satisfies ToWorker);
-        const c = cancellationOf(r);
-        if (c) {
-          if (!c.aborted) listeners.push(c.onAbort(() => notify(c.reason)));
-          return;
-        }
-        if (r.signal === NEVER_ABORTED || r.signal.aborted) return;
-        const onAbort = () => notify(r.signal.reason);
-        r.signal.addEventListener('abort', onAbort, { once: true });
-        listeners.push(() => r.signal.removeEventListener('abort', onAbort));
-      });
+      this.forwardAborts(worker, id, requests, listeners);
     }).finally(() => {
       for (const remove of listeners) remove();
     });
     return checkResponses(responses, requests.length, this.name);
+  }
+
+  /**
+   * Runs a decoupled batch in the worker. Its items arrive one message each; each one the scheduler takes is
+   * acknowledged, which lets the worker send one more (it runs a bounded window ahead, so a slow reader slows
+   * the callable's generator). A reader that stops early cancels the stream, and the worker closes the
+   * generator.
+   */
+  async *stream(requests: Request[]): AsyncIterable<StreamItem> {
+    if (this.state !== 'ready') await this.whenReady();
+    const worker = this.worker as Worker;
+    const id = this.nextId++;
+    const items: StreamItem[] = [];
+    let finished = false;
+    let failure: Error | undefined;
+    let wake: (() => void) | undefined;
+    const notify = () => {
+      wake?.();
+      wake = undefined;
+    };
+    const listeners: (() => void)[] = [];
+    this.inFlight.set(id, {
+      resolve: () => {
+        finished = true;
+        notify();
+      },
+      reject: (err) => {
+        failure = err;
+        notify();
+      },
+      requests,
+    });
+    this.streams.set(id, (item) => {
+      items.push(item);
+      notify();
+    });
+    try {
+      this.post(worker, id, requests, this.inFlight.size > 1, true);
+      this.forwardAborts(worker, id, requests, listeners);
+      for (;;) {
+        const item = items.shift();
+        if (item) {
+          yield item;
+          if (this.worker === worker) worker.postMessage({ type: 'stream-ack', id } satisfies ToWorker);
+          continue;
+        }
+        if (failure) throw failure;
+        if (finished) return;
+        await new Promise<void>((resolve) => (wake = resolve));
+      }
+    } finally {
+      for (const remove of listeners) remove();
+      this.streams.delete(id);
+      if (!finished && !failure) {
+        this.inFlight.delete(id);
+        if (this.worker === worker) worker.postMessage({ type: 'stream-cancel', id } satisfies ToWorker);
+      }
+    }
+  }
+
+  /** Signals cannot cross threads: forwards each request's abort as a message to the worker's own Cancellation. */
+  private forwardAborts(worker: Worker, id: number, requests: readonly Request[], listeners: (() => void)[]): void {
+    requests.forEach((r, index) => {
+      const notify = (reason: unknown) => worker.postMessage({ type: 'abort', id, index, reason: serializeError(reason) } satisfies ToWorker);
+      const c = cancellationOf(r);
+      if (c) {
+        if (!c.aborted) listeners.push(c.onAbort(() => notify(c.reason)));
+        return;
+      }
+      if (r.signal === NEVER_ABORTED || r.signal.aborted) return;
+      const onAbort = () => notify(r.signal.reason);
+      r.signal.addEventListener('abort', onAbort, { once: true });
+      listeners.push(() => r.signal.removeEventListener('abort', onAbort));
+    });
   }
 
   /** Lets the worker finish its batches and run `finalize()` (up to `closeTimeoutMs`), then terminates it; idempotent. */
@@ -128,14 +192,15 @@ export class WorkerInstance implements Instance {
   }
 
   /** Encodes and posts one batch; falls back to copying every buffer if one cannot be transferred. */
-  private post(worker: Worker, id: number, requests: readonly Request[], copyAll: boolean): void {
+  private post(worker: Worker, id: number, requests: readonly Request[], copyAll: boolean, stream: boolean): void {
+    const message = (batch: WireBatch): ToWorker => (stream ? { type: 'batch', id, batch, stream: true } : { type: 'batch', id, batch });
     let encoded = encodeRequests(requests, copyAll);
     try {
-      worker.postMessage({ type: 'batch', id, batch: encoded.value } satisfies ToWorker, encoded.transferList);
+      worker.postMessage(message(encoded.value), encoded.transferList);
     } catch (err) {
       if (!isDataCloneError(err)) throw err;
       encoded = encodeRequests(requests, true);
-      worker.postMessage({ type: 'batch', id, batch: encoded.value } satisfies ToWorker, encoded.transferList);
+      worker.postMessage(message(encoded.value), encoded.transferList);
     }
   }
 
@@ -194,6 +259,12 @@ export class WorkerInstance implements Instance {
         return;
       case 'closed':
         this.onClosed?.(msg.error && deserializeError(msg.error));
+        return;
+      case 'item':
+        this.streams.get(msg.id)?.({ index: msg.index, final: msg.final, response: msg.response ? ((decodeResponses(msg.response) as Response[])[0] as Response) : undefined });
+        return;
+      case 'stream-end':
+        this.take(msg.id)?.resolve(undefined);
         return;
       case 'bls':
         this.runCall(msg);

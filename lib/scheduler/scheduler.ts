@@ -392,7 +392,7 @@ export class Scheduler<T = Response> {
     const open = new Set(batch.map((_, i) => i));
     let failed = false;
     try {
-      if (!instance.stream) throw new TritonError('INFERENCE_FAILED', `instance ${instance.name} cannot stream responses (decoupled models need in-process instances)`);
+      if (!instance.stream) throw new TritonError('INFERENCE_FAILED', `instance ${instance.name} cannot stream responses (decoupled models need in-process or worker instances)`);
       const iterator = instance.stream(batch.map((p) => p.request))[Symbol.asyncIterator]();
       try {
         while (open.size > 0) {

@@ -48,7 +48,12 @@ export interface WireInferCall {
 
 /** Main thread → worker. */
 export type ToWorker =
-  | { readonly type: 'batch'; readonly id: number; readonly batch: WireBatch }
+  /** A batch to run; with `stream`, a decoupled model's batch, answered item by item. */
+  | { readonly type: 'batch'; readonly id: number; readonly batch: WireBatch; readonly stream?: true }
+  /** The main thread consumed one item of stream `id`: the worker may send one more. */
+  | { readonly type: 'stream-ack'; readonly id: number }
+  /** Nobody reads stream `id` any more: the worker closes the callable's iterator. */
+  | { readonly type: 'stream-cancel'; readonly id: number }
   | { readonly type: 'abort'; readonly id: number; readonly index: number; readonly reason: WireError }
   | { readonly type: 'bls-result'; readonly call: number; readonly outputs: readonly Column[] }
   | { readonly type: 'bls-error'; readonly call: number; readonly error: WireError }
@@ -60,6 +65,10 @@ export type FromWorker =
   | { readonly type: 'start-failed'; readonly error: WireError }
   | { readonly type: 'result'; readonly id: number; readonly result: WireResult }
   | { readonly type: 'error'; readonly id: number; readonly error: WireError }
+  /** One streamed item of batch `id`: a response (a one-response WireResult) and/or the end of a request's stream. */
+  | { readonly type: 'item'; readonly id: number; readonly index: number; readonly final: boolean; readonly response?: WireResult }
+  /** Stream `id` has no more items. */
+  | { readonly type: 'stream-end'; readonly id: number }
   /** Request `index` of batch `id` calls another model (`request.infer`); `call` names the reply. */
   | { readonly type: 'bls'; readonly id: number; readonly index: number; readonly call: number; readonly request: WireInferCall }
   /** The worker-side signal of call `call` aborted. */

@@ -4,7 +4,7 @@
  * until told to close, when it awaits the batches still queued and calls `finalize`.
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
-import type { InferCall, Request } from '../../callable';
+import type { InferCall, Request, Response, StreamItem } from '../../callable';
 import type { Tensor } from '../../tensor/tensor';
 import type { Cancellation } from '../../cancellation';
 import { buildCallable, type LoadedCallable } from '../../infer-func';
@@ -13,6 +13,13 @@ import { decodeColumns, encodeColumns, TransferList } from './columns';
 import { deserializeError, serializeError } from './error-transfer';
 import { loadExport } from './load-export';
 import type { FromWorker, ToWorker, WireBatch, WorkerInit } from './messages';
+
+/** Stream items a worker sends ahead of what the main thread has consumed. */
+const STREAM_WINDOW = 16;
+
+function isAsyncIterable(value: unknown): value is AsyncIterable<StreamItem> {
+  return typeof value === 'object' && value !== null && typeof (value as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === 'function';
+}
 
 function post(port: MessagePort, message: FromWorker, transferList: ArrayBuffer[] = []): void {
   port.postMessage(message, transferList);
@@ -81,7 +88,44 @@ async function main(port: MessagePort, init: WorkerInit): Promise<void> {
     }
   };
 
-  const enqueue = (id: number, wire: WireBatch): void => {
+  /** Open streams: items the worker may still send before an ack, and whether the reader went away. */
+  const streams = new Map<number, { credit: number; cancelled: boolean; wake?: () => void }>();
+
+  /**
+   * Runs a decoupled batch: sends the callable's items one message each, at most STREAM_WINDOW ahead of
+   * what the main thread has consumed (back-pressure reaches the callable's generator), and closes the
+   * generator when the main thread cancels the stream.
+   */
+  const runStream = async (id: number, requests: Request[]): Promise<void> => {
+    const state = { credit: STREAM_WINDOW, cancelled: false } as { credit: number; cancelled: boolean; wake?: () => void };
+    streams.set(id, state);
+    const send = async (item: StreamItem): Promise<boolean> => {
+      while (state.credit === 0 && !state.cancelled) await new Promise<void>((resolve) => (state.wake = resolve));
+      if (state.cancelled) return false;
+      state.credit--;
+      const encoded = item.response === undefined ? undefined : encodeResponses([item.response]);
+      post(port, { type: 'item', id, index: item.index, final: item.final === true, response: encoded?.value }, encoded?.transferList);
+      return true;
+    };
+    try {
+      const result = (await loaded.callable(requests, init.context)) as unknown;
+      if (isAsyncIterable(result)) {
+        for await (const item of result) if (!(await send(item))) break;
+      } else if (Array.isArray(result)) {
+        for (let index = 0; index < result.length; index++) if (!(await send({ index, response: result[index] as Response, final: true }))) break;
+      } else {
+        throw new Error(`the callable of a decoupled model must return an async iterable of stream items or an array of responses, got ${typeof result}`);
+      }
+      post(port, { type: 'stream-end', id });
+    } catch (err) {
+      post(port, { type: 'error', id, error: serializeError(err) });
+    } finally {
+      streams.delete(id);
+      running.delete(id);
+    }
+  };
+
+  const enqueue = (id: number, wire: WireBatch, stream: boolean): void => {
     let requests: Request[];
     try {
       const decoded = decodeRequests(wire);
@@ -94,7 +138,7 @@ async function main(port: MessagePort, init: WorkerInit): Promise<void> {
       post(port, { type: 'error', id, error: serializeError(err) });
       return;
     }
-    last = last.then(() => runBatch(id, requests));
+    last = last.then(() => (stream ? runStream(id, requests) : runBatch(id, requests)));
   };
 
   const close = async (): Promise<void> => {
@@ -110,8 +154,18 @@ async function main(port: MessagePort, init: WorkerInit): Promise<void> {
   port.on('message', (msg: ToWorker) => {
     switch (msg.type) {
       case 'batch':
-        enqueue(msg.id, msg.batch);
+        enqueue(msg.id, msg.batch, msg.stream === true);
         break;
+      case 'stream-ack':
+      case 'stream-cancel': {
+        const state = streams.get(msg.id);
+        if (!state) break;
+        if (msg.type === 'stream-ack') state.credit++;
+        else state.cancelled = true;
+        state.wake?.();
+        state.wake = undefined;
+        break;
+      }
       case 'abort':
         running.get(msg.id)?.[msg.index]?.abort(deserializeError(msg.reason));
         break;
