@@ -50,8 +50,8 @@ export interface Transport {
   start(): Promise<number>;
   /** Refuses new connections and calls; called once in-flight inference has drained. */
   stopAccepting(): void | Promise<void>;
-  /** Ends everything still open. */
-  forceClose(): void;
+  /** Ends everything still open; `stop()` awaits it. */
+  forceClose(): void | Promise<void>;
 }
 
 type State = 'created' | 'starting' | 'running' | 'stopping' | 'stopped';
@@ -476,7 +476,7 @@ export class Triton implements ServerCore, AsyncDisposable {
         for (const m of this.repository.all()) m.scheduler.rejectAll(new TritonError('UNAVAILABLE', 'Server stopped before the request ran'));
       }
       for (const t of this.transports) await t.stopAccepting();
-      for (const t of this.transports) t.forceClose();
+      await Promise.all(this.transports.map((t) => t.forceClose()));
     }
     await Promise.allSettled(this.repository.all().flatMap((m) => m.instances.map((i) => i.close())));
     this.remote.close();

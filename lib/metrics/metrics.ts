@@ -194,8 +194,11 @@ export class MetricsServer {
     return listenOn(this.server, port, host);
   }
 
-  close(): void {
-    this.server.close();
-    this.server.closeAllConnections();
+  /** Stops listening and closes every connection; resolves once the server has closed. */
+  close(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.server.close(() => resolve());
+      this.server.closeAllConnections();
+    });
   }
 }

@@ -239,8 +239,10 @@ describe.each(['http', 'grpc'] as const)('ModelClient over %s', (protocol) => {
     const c = client(protocol, 'hang');
     const pending = c.inferSample({ INPUT0: Float32Array.of(1) });
     await gate.started;
+    // stop() resolves once the transports have closed, by when the call has failed: watch it from now.
+    const failed = failure(pending);
     await triton.stop();
-    const err = await failure(pending);
+    const err = await failed;
     expect(err.code).toBe('UNAVAILABLE');
   }, 20_000);
 

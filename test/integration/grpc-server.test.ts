@@ -543,8 +543,10 @@ describe('gRPC health and shutdown', () => {
     await start({ exitTimeoutSeconds: 0.2 });
     const inFlight = client.call('ModelInfer', fp32Request('hang', [1]));
     await gate.started;
+    // stop() resolves once the transports have closed, by when the call has failed: watch it from now.
+    const failed = rejection(inFlight);
     await triton.stop();
-    const err = await rejection(inFlight);
+    const err = await failed;
     expect(err.code).toBe(grpc.status.UNAVAILABLE);
     await expect(gate.aborted).resolves.toBeDefined();
   });

@@ -53,15 +53,22 @@ export class GrpcServer implements Transport {
     this.tracker.stopAccepting();
   }
 
-  /** Fails the calls still in progress and closes every connection. */
-  forceClose(): void {
+  /** Fails the calls still in progress and closes every connection; resolves once they are closed. */
+  forceClose(): Promise<void> {
     this.tracker.stopAccepting();
-    // Calls whose model work has just finished write their response in this turn of the event loop; let them.
-    setImmediate(() => {
-      this.tracker.failAll(new TritonError('UNAVAILABLE', 'Server stopped before the request finished'));
-      const timer = setTimeout(() => this.server.forceShutdown(), FORCE_GRACE_MS);
-      timer.unref();
-      this.server.tryShutdown(() => clearTimeout(timer));
+    return new Promise<void>((resolve) => {
+      // Calls whose model work has just finished write their response in this turn of the event loop; let them.
+      setImmediate(() => {
+        this.tracker.failAll(new TritonError('UNAVAILABLE', 'Server stopped before the request finished'));
+        const timer = setTimeout(() => {
+          this.server.forceShutdown();
+          resolve();
+        }, FORCE_GRACE_MS);
+        this.server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
     });
   }
 }
