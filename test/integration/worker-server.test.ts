@@ -1,5 +1,6 @@
 import * as path from 'node:path';
 import { Triton, workers } from '../../lib';
+import { ModelClient } from 'tstriton/client';
 
 const ECHO = path.join(__dirname, '../fixtures/workers/echo-model.js');
 
@@ -127,6 +128,43 @@ describe('worker instances behind a real server', () => {
       expect(seen.byteOffset).toBe(header.length);
       expect(seen.bufferByteLength).toBe(header.length + n * 4);
     } finally {
+      await big.stop();
+    }
+  });
+
+  it('hands a large gRPC input to the worker in the message it arrived in, when its bytes are aligned there', async () => {
+    const big = new Triton({ grpcPort: 0, grpcAddress: '127.0.0.1', allowHttp: false, allowMetrics: false, logLevel: 'silent' });
+    big.bind({
+      modelName: 'seen',
+      inferFunc: workers({ module: ECHO, devices: ['cpu'] }),
+      inputs: [{ name: 'x', dtype: 'FP32', shape: [-1] }],
+      outputs: [
+        { name: 'y', dtype: 'FP32', shape: [-1] },
+        { name: 'seen', dtype: 'BYTES', shape: [1] },
+      ],
+      config: { batching: false },
+    });
+    await big.run();
+    let client: ModelClient | undefined;
+    try {
+      client = new ModelClient(`grpc://127.0.0.1:${big.ports.grpc}`, 'seen');
+      const n = 1 << 16;
+      const x = new Float32Array(n).map((_, i) => i % 7);
+      const seen: { byteOffset: number; bufferByteLength: number }[] = [];
+      // Ids of four lengths put the tensor bytes at four offsets in the message: one of them is 4-byte aligned.
+      for (const id of ['a', 'aa', 'aaa', 'aaaa']) {
+        const out = await client.inferSample({ x }, { id });
+        expect(Array.from((out.y!.data as Float32Array).subarray(0, 8))).toEqual([0, 2, 4, 6, 8, 10, 12, 0]);
+        seen.push(JSON.parse(Buffer.from((out.seen!.data as Uint8Array[])[0]!).toString()) as { byteOffset: number; bufferByteLength: number });
+      }
+      // Aligned: the worker's array views the message buffer (larger than the data, past the fields before it).
+      const inMessage = seen.filter((s) => s.bufferByteLength > n * 4);
+      expect(inMessage.length).toBeGreaterThanOrEqual(1);
+      for (const s of inMessage) expect(s.byteOffset).toBeGreaterThan(0);
+      // Unaligned: one aligned copy of its own, moved to the worker as it is.
+      for (const s of seen.filter((v) => v.bufferByteLength <= n * 4)) expect([s.byteOffset, s.bufferByteLength]).toEqual([0, n * 4]);
+    } finally {
+      client?.close();
       await big.stop();
     }
   });

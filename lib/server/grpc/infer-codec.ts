@@ -73,6 +73,7 @@ export function decodeGrpcInfer(
     timeoutMicroseconds,
     cancellation,
     deadline,
+    movableBuffer: msg.movableBuffer,
   };
 }
 

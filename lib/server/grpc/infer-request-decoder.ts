@@ -45,7 +45,20 @@ export function decodeModelInferRequest(buf: Buffer): ModelInferRequestMessage {
         r.skip(tag & 7);
     }
   }
+  if (ownsItsBuffer(buf)) msg.movableBuffer = buf.buffer;
   return msg;
+}
+
+/** Messages below this size are not worth moving (their inputs are copied into one buffer anyway). */
+const MOVABLE_MESSAGE_BYTES = 64 * 1024;
+
+/**
+ * Whether a received message has its ArrayBuffer to itself: grpc-js assembles each message (with its 5-byte
+ * frame header in front) into a buffer of its own, which large messages do not share with Node's pool.
+ * Nothing but this message lies in such a buffer and grpc-js does not read it once the message is decoded.
+ */
+function ownsItsBuffer(buf: Buffer): boolean {
+  return buf.byteLength >= MOVABLE_MESSAGE_BYTES && buf.byteOffset <= 5 && buf.buffer.byteLength === buf.byteOffset + buf.byteLength;
 }
 
 function readInput(r: Reader): InferInputTensorMessage {

@@ -57,6 +57,11 @@ export interface ModelInferRequestMessage {
   outputs?: InferRequestedOutputTensorMessage[];
   /** Raw little-endian tensor bytes, one entry per input that has no `contents`, in input order. */
   raw_input_contents?: Uint8Array[];
+  /**
+   * Not a protobuf field: the buffer the message arrived in, when the decoder knows it holds this message
+   * and nothing else (a worker instance may then move it instead of copying large inputs out of it).
+   */
+  movableBuffer?: ArrayBufferLike;
 }
 
 /** `ModelInferResponse.InferOutputTensor`. */
