@@ -19,6 +19,7 @@ import { Metrics, MetricsServer } from './metrics/metrics';
 import { HttpServer } from './server/http/http-server';
 import { SharedMemoryManager } from './server/shared-memory';
 import { logSettingsOf, updateLogSettings, type LogSettings } from './log-settings';
+import { Tracer, type TraceSettings } from './trace';
 import type { RepositoryIndexEntry, ServerCore, ServerMetadata } from './server/server-core';
 import { VERSION } from './version';
 
@@ -69,6 +70,7 @@ const EXTENSIONS = [
   'parameters',
   'schedule_policy',
   'statistics',
+  'trace',
 ];
 
 /**
@@ -90,6 +92,8 @@ export class Triton implements ServerCore, AsyncDisposable {
   readonly responseCache: ResponseCache | undefined;
   /** System shared-memory regions clients registered (when `allowSharedMemory`). */
   readonly sharedMemory: SharedMemoryManager;
+  /** The trace extension: its settings, and the traces it writes to `traceFile`. */
+  readonly tracer: Tracer;
 
   private state: State = 'created';
   /** How each bound model was bound, to build it again when it is loaded after an unload. */
@@ -109,6 +113,7 @@ export class Triton implements ServerCore, AsyncDisposable {
     this.logger = createLogger(this.config.logLevel);
     this.responseCache = this.config.responseCacheByteSize > 0 ? new ResponseCache(this.config.responseCacheByteSize) : undefined;
     this.sharedMemory = new SharedMemoryManager(this.config.allowSharedMemory);
+    this.tracer = new Tracer(this.config.traceFile);
     this.http = new HttpServer(this);
     this.metrics = new Metrics(this.repository, this.responseCache);
     if (this.config.allowHttp) {
@@ -217,6 +222,7 @@ export class Triton implements ServerCore, AsyncDisposable {
       strict: options.strict ?? false,
       onUnrecoverable: (err, m) => this.onUnrecoverable(err, m),
       responseCache: config.responseCache ? this.responseCache : undefined,
+      tracer: this.tracer,
     });
   }
 
@@ -343,6 +349,12 @@ export class Triton implements ServerCore, AsyncDisposable {
   metadata(): ServerMetadata {
     const extensions = this.config.allowSharedMemory ? [...EXTENSIONS, 'system_shared_memory'] : [...EXTENSIONS];
     return { name: 'tstriton', version: this.config.serverVersion ?? VERSION, extensions };
+  }
+
+  traceSettings(model?: string, update?: Readonly<Record<string, unknown>>): TraceSettings {
+    // An unknown model is refused as in inference requests.
+    const name = model === undefined ? undefined : this.repository.get(model).name;
+    return this.tracer.settings(name, update);
   }
 
   logSettings(update?: Readonly<Record<string, unknown>>): LogSettings {
@@ -481,6 +493,7 @@ export class Triton implements ServerCore, AsyncDisposable {
     await Promise.allSettled(this.repository.all().flatMap((m) => m.instances.map((i) => i.close())));
     this.remote.close();
     this.sharedMemory.closeAll();
+    this.tracer.close();
     this.state = 'stopped';
     this.logger.info({ exitCode: this.exitCode }, 'stopped');
     this.resolveStopped(this.exitCode);

@@ -29,6 +29,7 @@ export interface TritonConfigInit {
   grpcHeaderForwardPattern?: string;
   responseCacheByteSize?: number;
   allowSharedMemory?: boolean;
+  traceFile?: string;
 }
 
 const KEYS = [
@@ -52,6 +53,7 @@ const KEYS = [
   'grpcHeaderForwardPattern',
   'responseCacheByteSize',
   'allowSharedMemory',
+  'traceFile',
 ] as const;
 
 /** Server settings. Defaults are Triton's; every field can also come from a `TSTRITON_*` variable. */
@@ -141,6 +143,11 @@ export class TritonConfig {
    */
   @IsBoolean()
   allowSharedMemory = false;
+
+  /** Where the trace extension writes traces (Triton's `--trace-file`); tracing needs it. */
+  @IsOptional()
+  @IsString()
+  traceFile?: string;
 
   /** Version reported by server metadata. */
   @IsOptional()

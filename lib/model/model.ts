@@ -12,6 +12,7 @@ import type { TensorData } from '../tensor/dtype';
 import { checkData, elementCount, tensor, type Tensor } from '../tensor/tensor';
 import type { InferenceRequest, InferenceResponse, NamedTensor } from './inference';
 import { ResponseCache } from './response-cache';
+import type { Tracer } from '../trace';
 
 /** Model states, as the repository index reports them. */
 export type ModelState = 'LOADING' | 'READY' | 'UNLOADING' | 'UNAVAILABLE';
@@ -39,6 +40,8 @@ export interface ModelInit {
   configExtra?: Record<string, unknown>;
   /** The server's response cache, when this model's config enables it. */
   responseCache?: ResponseCache;
+  /** Records traces of the requests the trace settings sample. */
+  tracer?: Tracer;
 }
 
 /** Runs a call a model makes to another model; `chain` is the call path ending with the caller. */
@@ -81,7 +84,8 @@ class RequestJob implements EnqueueOptions {
   /** Queue placement (the job is its own EnqueueOptions). */
   readonly priority: number | undefined;
   readonly timeoutMicroseconds: number | undefined;
-  private readonly start = performance.now();
+  /** When the request arrived (performance.now()). */
+  readonly start = performance.now();
   private readonly unfollow: (() => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
   private deadline: Promise<never> | undefined;
@@ -181,6 +185,7 @@ export class Model {
   private readonly maxBatchSize: number;
   private readonly bls: BlsHandler | undefined;
   private readonly cache: ResponseCache | undefined;
+  private readonly tracer: Tracer | undefined;
   private live = 0;
   private created = 0;
   private released = 0;
@@ -190,6 +195,7 @@ export class Model {
   constructor(init: ModelInit) {
     this.bls = init.bls;
     this.cache = init.responseCache;
+    this.tracer = init.tracer;
     this.name = init.name;
     this.version = init.version;
     this.inputs = init.inputs;
@@ -346,6 +352,7 @@ export class Model {
       return this.failed(job, err);
     }
     this.statistics.recordSuccess(job.elapsedNs(), scheduled);
+    this.tracer?.record(this.name, this.version, req.id, job.start, scheduled);
     job.release();
     return { id: req.id, modelName: this.name, modelVersion: this.version, outputs: scheduled.value };
   }

@@ -3,6 +3,7 @@ import type { InferenceRequest, InferenceResponse } from '../model/inference';
 import type { ModelRepository } from '../model/model-repository';
 import type { SharedMemoryManager } from './shared-memory';
 import type { LogSettings } from '../log-settings';
+import type { TraceSettings } from '../trace';
 
 /** One model in the repository index. */
 export interface RepositoryIndexEntry {
@@ -36,6 +37,8 @@ export interface ServerCore {
   loadModel(name: string): Promise<void>;
   /** Unloads a model (and, with `unloadDependents`, the ensembles that call it). */
   unloadModel(name: string, unloadDependents?: boolean): Promise<void>;
+  /** The trace settings of `model` (or the server's); with `update`, changes them first. */
+  traceSettings(model?: string, update?: Readonly<Record<string, unknown>>): TraceSettings;
   /** The logging settings; with `update` (any subset), changes them first. */
   logSettings(update?: Readonly<Record<string, unknown>>): LogSettings;
   /** Runs one request through its model; tracks it as in flight for an orderly stop. */

@@ -244,14 +244,6 @@ describe('gRPC server: metadata RPCs', () => {
     expect(cuda.code).toBe(grpc.status.UNIMPLEMENTED);
   });
 
-  it.each(['TraceSetting'])(
-    'answers %s with UNIMPLEMENTED',
-    async (rpc) => {
-      const err = await rejection(client.call(rpc, {}));
-      expect(err.code).toBe(grpc.status.UNIMPLEMENTED);
-      expect(err.details).toBe(`${rpc} is not supported by this server`);
-    },
-  );
 });
 
 function withoutNulls(value: unknown): unknown {

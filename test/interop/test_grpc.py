@@ -243,11 +243,6 @@ def test_missing_raw_data_is_invalid_argument(stub):
     assert info.value.details() == "unable to find data for input tensor 'INPUT0' for model 'identity_fp32' in request."
 
 
-@pytest.mark.parametrize("call", [
-    lambda c: c.get_trace_settings(),
-])
-def test_unsupported_rpcs_are_unimplemented(client, call):
-    assert raises(lambda: call(client)).status() == "StatusCode.UNIMPLEMENTED"
 
 
 # ---- streaming ------------------------------------------------------------------------------------

@@ -12,9 +12,6 @@ import { modelInfer } from './model-infer';
 import { refuseOverrides } from '../extensions';
 import { modelStreamInfer } from './model-stream-infer';
 
-/** RPCs of `inference.GRPCInferenceService` this server does not implement; they answer UNIMPLEMENTED. */
-const UNIMPLEMENTED_RPCS = ['TraceSetting'] as const;
-
 /**
  * Handlers of `inference.GRPCInferenceService`. Health-like RPCs (ServerLive, ServerReady, ModelReady)
  * keep answering while the server stops; every other RPC is then refused with UNAVAILABLE.
@@ -65,6 +62,12 @@ export function inferenceService(ctx: GrpcContext): UntypedServiceImplementation
       await core.unloadModel(req.model_name ?? '', req.parameters?.unload_dependents?.bool_param === true);
       return {};
     }),
+    TraceSetting: unary(ctx, false, (req: { settings?: Record<string, { value?: string[] }>; model_name?: string }) => {
+      // An empty value list clears a model's setting, as `null` does over HTTP.
+      const entries = Object.entries(req.settings ?? {}).map(([k, v]) => [k, v.value && v.value.length > 0 ? (k === 'trace_level' ? v.value : v.value[0]) : null]);
+      const settings = core.traceSettings(req.model_name || undefined, entries.length > 0 ? Object.fromEntries(entries) : undefined);
+      return { settings: Object.fromEntries(Object.entries(settings).map(([k, v]) => [k, { value: Array.isArray(v) ? v : [v] }])) };
+    }),
     LogSettings: unary(ctx, false, (req: { settings?: Record<string, SettingValue> }) => {
       const entries = Object.entries(req.settings ?? {});
       const update = Object.fromEntries(entries.map(([k, v]) => [k, v.bool_param ?? (v.uint32_param !== undefined ? Number(v.uint32_param) : v.string_param)]));
@@ -78,11 +81,6 @@ export function inferenceService(ctx: GrpcContext): UntypedServiceImplementation
     ModelInfer: modelInfer(ctx) as UntypedHandleCall,
     ModelStreamInfer: modelStreamInfer(ctx) as UntypedHandleCall,
   };
-  for (const rpc of UNIMPLEMENTED_RPCS) {
-    service[rpc] = unary(ctx, true, () => {
-      throw new TritonError('UNSUPPORTED', `${rpc} is not supported by this server`);
-    });
-  }
   return service;
 }
 

@@ -14,6 +14,8 @@ import { handleGenerate } from './generate';
 import { decodeHttpInfer, encodeHttpInfer } from './infer-codec';
 
 /** Model routes: `/v2/models/{m}[/versions/{v}][/{action}]`, matched on the path only, as Triton does. */
+/** `/v2/trace/setting` and `/v2/models/{m}/trace/setting`. */
+const TRACE_ROUTE = /^\/v2(?:\/models\/([^/]+))?\/trace\/setting$/;
 const MODEL_ROUTE = /^\/v2\/models\/([^/]+)(?:\/versions\/([0-9]+))?(?:\/(infer|generate|generate_stream|ready|config|stats))?$/;
 
 /**
@@ -212,6 +214,29 @@ function buildApp(core: ServerCore, router: Router): Express {
   app.all('/v2', (req, res) => {
     if (req.method !== 'GET') return methodNotAllowed(res);
     res.json(core.metadata());
+  });
+
+  app.use((req, res, next: NextFunction) => {
+    const m = TRACE_ROUTE.exec(req.path);
+    if (!m) return next();
+    const model = m[1] === undefined ? undefined : decodeURIComponent(m[1]);
+    if (req.method === 'GET') {
+      try {
+        res.json(core.traceSettings(model));
+      } catch (err) {
+        sendError(res, toTritonError(err));
+      }
+      return;
+    }
+    if (req.method !== 'POST') return methodNotAllowed(res);
+    readBody(req, 64 * 1024)
+      .then((body) => {
+        const text = body.toString('utf8').trim();
+        const update = text === '' ? {} : parseJson(text, core.config.jsonMaxDepth);
+        if (typeof update !== 'object' || update === null || Array.isArray(update)) throw new TritonError('INVALID_ARGUMENT', 'the trace settings must be a JSON object');
+        res.json(core.traceSettings(model, update as Record<string, unknown>));
+      })
+      .catch((err: unknown) => sendError(res, toTritonError(err)));
   });
 
   app.all('/v2/logging', (req, res) => {
