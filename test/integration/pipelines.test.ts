@@ -29,6 +29,15 @@ function bindSteps(triton: Triton, executions: Record<string, number[]> = {}): v
   });
 }
 
+/** The ensemble scale → shift (OUT = 2·IN + 1) over the models `bindSteps` binds. */
+const scaleThenShift = () =>
+  ensemble({
+    steps: [
+      { modelName: 'scale', inputMap: { x: 'IN' }, outputMap: { y: 'doubled' } },
+      { modelName: 'shift', inputMap: { x: 'doubled' }, outputMap: { y: 'OUT' } },
+    ],
+  });
+
 const io = {
   inputs: [{ name: 'IN', dtype: 'FP32' as const, shape: [-1] }],
   outputs: [{ name: 'OUT', dtype: 'FP32' as const, shape: [-1] }],
@@ -53,12 +62,7 @@ describe('ensembles', () => {
     bindSteps(triton, executions);
     triton.bind({
       modelName: 'scale_then_shift',
-      inferFunc: ensemble({
-        steps: [
-          { modelName: 'scale', inputMap: { x: 'IN' }, outputMap: { y: 'doubled' } },
-          { modelName: 'shift', inputMap: { x: 'doubled' }, outputMap: { y: 'OUT' } },
-        ],
-      }),
+      inferFunc: scaleThenShift(),
       ...io,
     });
     await triton.run();
@@ -84,12 +88,7 @@ describe('ensembles', () => {
     bindSteps(triton, executions);
     triton.bind({
       modelName: 'cached_pipeline',
-      inferFunc: ensemble({
-        steps: [
-          { modelName: 'scale', inputMap: { x: 'IN' }, outputMap: { y: 'doubled' } },
-          { modelName: 'shift', inputMap: { x: 'doubled' }, outputMap: { y: 'OUT' } },
-        ],
-      }),
+      inferFunc: scaleThenShift(),
       ...io,
       config: { ...io.config, responseCache: true },
     });

@@ -1,8 +1,25 @@
 import * as path from 'node:path';
-import { Triton, workers } from '../../lib';
+import { Triton, workers, type TritonConfigInit } from '../../lib';
 import { ModelClient } from 'tstriton/client';
 
 const ECHO = path.join(__dirname, '../fixtures/workers/echo-model.js');
+
+/** A running server with `seen`: the echo worker, whose `seen` output describes the array the worker received. */
+async function seenServer(transport: TritonConfigInit): Promise<Triton> {
+  const big = new Triton({ ...transport, allowMetrics: false, logLevel: 'silent' });
+  big.bind({
+    modelName: 'seen',
+    inferFunc: workers({ module: ECHO, devices: ['cpu'] }),
+    inputs: [{ name: 'x', dtype: 'FP32', shape: [-1] }],
+    outputs: [
+      { name: 'y', dtype: 'FP32', shape: [-1] },
+      { name: 'seen', dtype: 'BYTES', shape: [1] },
+    ],
+    config: { batching: false },
+  });
+  await big.run();
+  return big;
+}
 
 describe('worker instances behind a real server', () => {
   let triton: Triton;
@@ -95,18 +112,7 @@ describe('worker instances behind a real server', () => {
   });
 
   it('hands a large binary input to the worker in the request body it arrived in, without copying it out', async () => {
-    const big = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' });
-    big.bind({
-      modelName: 'seen',
-      inferFunc: workers({ module: ECHO, devices: ['cpu'] }),
-      inputs: [{ name: 'x', dtype: 'FP32', shape: [-1] }],
-      outputs: [
-        { name: 'y', dtype: 'FP32', shape: [-1] },
-        { name: 'seen', dtype: 'BYTES', shape: [1] },
-      ],
-      config: { batching: false },
-    });
-    await big.run();
+    const big = await seenServer({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false });
     try {
       const n = 1 << 16;
       const x = new Float32Array(n).map((_, i) => i % 7);
@@ -133,18 +139,7 @@ describe('worker instances behind a real server', () => {
   });
 
   it('hands a large gRPC input to the worker in the message it arrived in, when its bytes are aligned there', async () => {
-    const big = new Triton({ grpcPort: 0, grpcAddress: '127.0.0.1', allowHttp: false, allowMetrics: false, logLevel: 'silent' });
-    big.bind({
-      modelName: 'seen',
-      inferFunc: workers({ module: ECHO, devices: ['cpu'] }),
-      inputs: [{ name: 'x', dtype: 'FP32', shape: [-1] }],
-      outputs: [
-        { name: 'y', dtype: 'FP32', shape: [-1] },
-        { name: 'seen', dtype: 'BYTES', shape: [1] },
-      ],
-      config: { batching: false },
-    });
-    await big.run();
+    const big = await seenServer({ grpcPort: 0, grpcAddress: '127.0.0.1', allowHttp: false });
     let client: ModelClient | undefined;
     try {
       client = new ModelClient(`grpc://127.0.0.1:${big.ports.grpc}`, 'seen');

@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { promisify } from 'node:util';
 import * as zlib from 'node:zlib';
 import { TritonError } from '../../errors';
+import { parseJson } from '../../tensor/lossless-json';
 
 const gunzip = promisify(zlib.gunzip);
 const inflate = promisify(zlib.inflate);
@@ -120,4 +121,15 @@ export function negotiateEncoding(header: string | undefined): 'gzip' | 'deflate
 /** Compresses a response body with the negotiated encoding. */
 export function compress(body: Buffer, encoding: 'gzip' | 'deflate'): Promise<Buffer> {
   return encoding === 'gzip' ? promisify(zlib.gzip)(body) : promisify(zlib.deflate)(body);
+}
+
+/**
+ * Reads a small JSON object body, as the extension endpoints take (an empty body is `{}`); `what` names the
+ * body in the error for anything that is not an object.
+ */
+export async function readJsonObject(req: IncomingMessage, maxDepth: number, what: string, limit = 64 * 1024): Promise<Record<string, unknown>> {
+  const text = (await readBody(req, limit)).toString('utf8').trim();
+  const json = text === '' ? {} : parseJson(text, maxDepth);
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new TritonError('INVALID_ARGUMENT', `${what} must be a JSON object`);
+  return json as Record<string, unknown>;
 }

@@ -5,15 +5,16 @@ import express, { type Express, type NextFunction, type Router } from 'express';
 import { Cancellation } from '../../cancellation';
 import { TritonError, toTritonError } from '../../errors';
 import type { ServerCore } from '../server-core';
-import { compress, negotiateEncoding, ownMemory, readBody } from './body';
+import { compress, negotiateEncoding, ownMemory, readBody, readJsonObject } from './body';
 import { handleSharedMemory, SHARED_MEMORY_ROUTE } from './shared-memory-routes';
 import { handleRepository, REPOSITORY_ROUTE } from './repository-routes';
-import { parseJson } from '../../tensor/lossless-json';
 import { forwardHeaders, headerMatcher } from '../forward-headers';
 import { handleGenerate } from './generate';
 import { decodeHttpInfer, encodeHttpInfer } from './infer-codec';
 
 /** Model routes: `/v2/models/{m}[/versions/{v}][/{action}]`, matched on the path only, as Triton does. */
+/** `/v2/logging`. */
+const LOGGING_ROUTE = /^\/v2\/logging$/;
 /** `/v2/trace/setting` and `/v2/models/{m}/trace/setting`. */
 const TRACE_ROUTE = /^\/v2(?:\/models\/([^/]+))?\/trace\/setting$/;
 const MODEL_ROUTE = /^\/v2\/models\/([^/]+)(?:\/versions\/([0-9]+))?(?:\/(infer|generate|generate_stream|ready|config|stats))?$/;
@@ -216,41 +217,19 @@ function buildApp(core: ServerCore, router: Router): Express {
     res.json(core.metadata());
   });
 
-  app.use((req, res, next: NextFunction) => {
-    const m = TRACE_ROUTE.exec(req.path);
-    if (!m) return next();
+  serveJson(app, TRACE_ROUTE, async (m, req) => {
     const model = m[1] === undefined ? undefined : decodeURIComponent(m[1]);
-    if (req.method === 'GET') {
-      try {
-        res.json(core.traceSettings(model));
-      } catch (err) {
-        sendError(res, toTritonError(err));
-      }
-      return;
-    }
-    if (req.method !== 'POST') return methodNotAllowed(res);
-    readBody(req, 64 * 1024)
-      .then((body) => {
-        const text = body.toString('utf8').trim();
-        const update = text === '' ? {} : parseJson(text, core.config.jsonMaxDepth);
-        if (typeof update !== 'object' || update === null || Array.isArray(update)) throw new TritonError('INVALID_ARGUMENT', 'the trace settings must be a JSON object');
-        res.json(core.traceSettings(model, update as Record<string, unknown>));
-      })
-      .catch((err: unknown) => sendError(res, toTritonError(err)));
+    if (req.method === 'GET') return core.traceSettings(model);
+    if (req.method !== 'POST') throw new TritonError('METHOD_NOT_ALLOWED', 'Method Not Allowed');
+    return core.traceSettings(model, await readJsonObject(req, core.config.jsonMaxDepth, 'the trace settings'));
   });
-
-  app.all('/v2/logging', (req, res) => {
-    if (req.method === 'GET') return void res.json(core.logSettings());
-    if (req.method !== 'POST') return methodNotAllowed(res);
-    readBody(req, 64 * 1024).then(
-      (body) => {
-        const text = body.toString('utf8').trim();
-        const update = text === '' ? {} : parseJson(text, core.config.jsonMaxDepth);
-        if (typeof update !== 'object' || update === null || Array.isArray(update)) throw new TritonError('INVALID_ARGUMENT', 'the logging settings must be a JSON object');
-        res.json(core.logSettings(update as Record<string, unknown>));
-      },
-    ).catch((err: unknown) => sendError(res, toTritonError(err)));
+  serveJson(app, LOGGING_ROUTE, async (_m, req) => {
+    if (req.method === 'GET') return core.logSettings();
+    if (req.method !== 'POST') throw new TritonError('METHOD_NOT_ALLOWED', 'Method Not Allowed');
+    return core.logSettings(await readJsonObject(req, core.config.jsonMaxDepth, 'the logging settings'));
   });
+  serveJson(app, REPOSITORY_ROUTE, (m, req) => handleRepository(core, m, req));
+  serveJson(app, SHARED_MEMORY_ROUTE, (m, req) => handleSharedMemory(core, m, req));
 
   app.all('/v2/models/stats', (req, res) => {
     if (req.method !== 'GET') return methodNotAllowed(res);
@@ -259,24 +238,6 @@ function buildApp(core: ServerCore, router: Router): Express {
     } catch (err) {
       sendError(res, toTritonError(err));
     }
-  });
-
-  app.use((req, res, next: NextFunction) => {
-    const m = REPOSITORY_ROUTE.exec(req.path);
-    if (!m) return next();
-    handleRepository(core, m, req).then(
-      (body) => (body === undefined ? res.status(200).type('application/json').end() : res.json(body)),
-      (err: unknown) => sendError(res, toTritonError(err)),
-    );
-  });
-
-  app.use((req, res, next: NextFunction) => {
-    const m = SHARED_MEMORY_ROUTE.exec(req.path);
-    if (!m) return next();
-    handleSharedMemory(core, m, req).then(
-      (body) => (body === undefined ? res.status(200).type('application/json').end() : res.json(body)),
-      (err: unknown) => sendError(res, toTritonError(err)),
-    );
   });
 
   app.use((req, res, next: NextFunction) => {
@@ -316,6 +277,21 @@ function buildApp(core: ServerCore, router: Router): Express {
   app.use(router);
   app.use((_req, res) => sendError(res, new TritonError('NOT_FOUND', 'Not Found')));
   return app;
+}
+
+/**
+ * Serves the paths `pattern` matches with `handle`: its value as JSON, or an empty 200 when it returns
+ * undefined; a thrown error as Triton's error body.
+ */
+function serveJson(app: Express, pattern: RegExp, handle: (match: RegExpExecArray, req: express.Request) => unknown): void {
+  app.use((req, res, next: NextFunction) => {
+    const m = pattern.exec(req.path);
+    if (!m) return next();
+    new Promise<unknown>((resolve) => resolve(handle(m, req))).then(
+      (body) => (body === undefined ? res.status(200).type('application/json').end() : res.json(body)),
+      (err: unknown) => sendError(res, toTritonError(err)),
+    );
+  });
 }
 
 function methodNotAllowed(res: http.ServerResponse): void {

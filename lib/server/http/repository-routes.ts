@@ -1,8 +1,7 @@
 import type * as http from 'node:http';
 import { TritonError } from '../../errors';
-import { parseJson } from '../../tensor/lossless-json';
 import type { ServerCore } from '../server-core';
-import { readBody } from './body';
+import { readJsonObject } from './body';
 import { refuseOverrides } from '../extensions';
 
 /** `/v2/repository[/{repository}]/index` and `/v2/repository[/{repository}]/models/{m}/{load,unload}`. */
@@ -18,11 +17,7 @@ export async function handleRepository(core: ServerCore, match: RegExpExecArray,
   const [, repositoryName, index, rawModel, action] = match;
   if (req.method !== 'POST') throw new TritonError('METHOD_NOT_ALLOWED', 'Method Not Allowed');
   if (repositoryName !== undefined) throw new TritonError('UNSUPPORTED', "'repository_name' specification is not supported");
-  const body = await readBody(req, BODY_LIMIT);
-  const text = body.toString('utf8').trim();
-  const json = text === '' ? {} : parseJson(text, core.config.jsonMaxDepth);
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new TritonError('INVALID_ARGUMENT', 'the request body must be a JSON object');
-  const request = json as Record<string, unknown>;
+  const request = await readJsonObject(req, core.config.jsonMaxDepth, 'the request body', BODY_LIMIT);
   if (index) {
     const ready = request.ready ?? false;
     if (typeof ready !== 'boolean') throw new TritonError('INVALID_ARGUMENT', "'ready' must be a boolean");

@@ -1,8 +1,7 @@
 import type * as http from 'node:http';
 import { TritonError } from '../../errors';
-import { parseJson } from '../../tensor/lossless-json';
 import type { ServerCore } from '../server-core';
-import { readBody } from './body';
+import { readJsonObject } from './body';
 
 /** `/v2/{system,cuda}sharedmemory[/region/{r}]/{status,register,unregister}`. */
 export const SHARED_MEMORY_ROUTE = /^\/v2\/(system|cuda)sharedmemory(?:\/region\/([^/]+))?\/(status|register|unregister)$/;
@@ -37,10 +36,7 @@ export async function handleSharedMemory(core: ServerCore, match: RegExpExecArra
       shm.unregister(region);
       return undefined;
     default: {
-      const body = await readBody(req, REGISTER_BODY_LIMIT);
-      const json = parseJson(body.toString('utf8'), core.config.jsonMaxDepth) as Record<string, unknown> | null;
-      if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new TritonError('INVALID_ARGUMENT', 'the register request must be a JSON object');
-      const { key, offset = 0, byte_size: byteSize } = json;
+      const { key, offset = 0, byte_size: byteSize } = await readJsonObject(req, core.config.jsonMaxDepth, 'the register request', REGISTER_BODY_LIMIT);
       if (typeof key !== 'string') throw new TritonError('INVALID_ARGUMENT', "the register request needs a string 'key'");
       if (byteSize === undefined) throw new TritonError('INVALID_ARGUMENT', "the register request needs 'byte_size'");
       shm.register(region as string, key, Number(offset), Number(byteSize));
