@@ -68,10 +68,15 @@ export const ERROR_CODES = {
     grpc: GrpcStatus.UNIMPLEMENTED,
     when: 'The request asks for something this server does not implement (unknown compression, decoupled model over /infer, ...).',
   },
+  RESTRICTED: {
+    http: 403,
+    grpc: GrpcStatus.UNAVAILABLE,
+    when: 'The endpoint belongs to a restricted API group and the request lacks its header (`httpRestrictedApi`, `grpcRestrictedProtocol`).',
+  },
   UNAVAILABLE: {
     http: 503,
     grpc: GrpcStatus.UNAVAILABLE,
-    when: 'The server cannot take the request now: it is stopping, or the queue is full.',
+    when: 'The server cannot take the request now: it is stopping, or the queue is full; or a model load/unload while `modelControlMode` is `none`.',
   },
   CANCELLED: {
     http: 400,

@@ -245,6 +245,7 @@ export class Triton implements ServerCore, AsyncDisposable {
    * READY. A model that is ready already is left as it is. Every version of the name is loaded.
    */
   async loadModel(name: string): Promise<void> {
+    this.requireModelControl();
     if (this.state !== 'running') throw new TritonError('UNAVAILABLE', 'Server is stopping and accepts no new requests');
     const models = this.repository.versionsOf(name);
     if (models.length === 0) throw new TritonError('INVALID_ARGUMENT', `failed to load '${name}', failed to poll from model repository`);
@@ -267,6 +268,7 @@ export class Triton implements ServerCore, AsyncDisposable {
    * unloaded too.
    */
   async unloadModel(name: string, unloadDependents = false): Promise<void> {
+    this.requireModelControl();
     if (this.state !== 'running') throw new TritonError('UNAVAILABLE', 'Server is stopping and accepts no new requests');
     const models = this.repository.versionsOf(name);
     if (models.length === 0) throw new TritonError('INVALID_ARGUMENT', `failed to unload '${name}', no version is available`);
@@ -278,6 +280,13 @@ export class Triton implements ServerCore, AsyncDisposable {
     }
     this.logger.info({ models: targets.map((m) => m.name) }, 'unloading');
     await Promise.all(targets.map((m) => m.unload(this.config.exitTimeoutSeconds * 1000)));
+  }
+
+  /** Load and unload are served only in `explicit` model control mode; Triton refuses them otherwise, in these words. */
+  private requireModelControl(): void {
+    if (this.config.modelControlMode !== 'explicit') {
+      throw new TritonError('UNAVAILABLE', 'explicit model load / unload is not allowed if polling is enabled');
+    }
   }
 
   /** Starts every transport in the background; resolves once they listen. */

@@ -7,6 +7,11 @@ export const LOG_LEVELS = ['silent', 'error', 'warn', 'info', 'debug'] as const;
 /** A log level. */
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
+/** Triton's model control modes: `none` loads every bound model at start and refuses load/unload. */
+export const MODEL_CONTROL_MODES = ['none', 'explicit'] as const;
+/** A model control mode. */
+export type ModelControlMode = (typeof MODEL_CONTROL_MODES)[number];
+
 /** Plain-object form of TritonConfig. */
 export interface TritonConfigInit {
   httpAddress?: string;
@@ -30,6 +35,19 @@ export interface TritonConfigInit {
   responseCacheByteSize?: number;
   allowSharedMemory?: boolean;
   traceFile?: string;
+  modelControlMode?: ModelControlMode;
+  httpRestrictedApi?: string;
+  grpcRestrictedProtocol?: string;
+  grpcUseSsl?: boolean;
+  grpcUseSslMutual?: boolean;
+  grpcServerCert?: string;
+  grpcServerKey?: string;
+  grpcRootCert?: string;
+  httpUseSsl?: boolean;
+  httpUseSslMutual?: boolean;
+  httpServerCert?: string;
+  httpServerKey?: string;
+  httpRootCert?: string;
 }
 
 const KEYS = [
@@ -54,6 +72,19 @@ const KEYS = [
   'responseCacheByteSize',
   'allowSharedMemory',
   'traceFile',
+  'modelControlMode',
+  'httpRestrictedApi',
+  'grpcRestrictedProtocol',
+  'grpcUseSsl',
+  'grpcUseSslMutual',
+  'grpcServerCert',
+  'grpcServerKey',
+  'grpcRootCert',
+  'httpUseSsl',
+  'httpUseSslMutual',
+  'httpServerCert',
+  'httpServerKey',
+  'httpRootCert',
 ] as const;
 
 /** Server settings. Defaults are Triton's; every field can also come from a `TSTRITON_*` variable. */
@@ -109,10 +140,13 @@ export class TritonConfig {
   @Min(1)
   jsonMaxDepth = 100;
 
-  /** Largest gRPC message in bytes; -1 means unlimited (Triton's behaviour). */
+  /**
+   * Largest gRPC message in bytes, received or sent; a compressed request is measured after decompression.
+   * -1 means unlimited (Triton's behaviour), which lets one small compressed message take gigabytes.
+   */
   @IsInt()
   @Min(-1)
-  grpcMaxMessageSize = -1;
+  grpcMaxMessageSize = 64 * 1024 * 1024;
 
   /** Server readiness also requires every model to be ready. */
   @IsBoolean()
@@ -148,6 +182,75 @@ export class TritonConfig {
   @IsOptional()
   @IsString()
   traceFile?: string;
+
+  /**
+   * Triton's `--model-control-mode`: `none` (the default) loads every bound model at start and refuses the
+   * repository load/unload APIs; `explicit` serves them.
+   */
+  @IsIn(MODEL_CONTROL_MODES, { message: `modelControlMode must be one of ${MODEL_CONTROL_MODES.join(', ')}` })
+  modelControlMode: ModelControlMode = 'none';
+
+  /**
+   * Triton's `--http-restricted-api`: `<api>[,<api>...]:<header>=<value>`, several separated by `;`. Requests to
+   * an API in a restricted group need the header with that value; others get 403.
+   */
+  @IsOptional()
+  @IsString()
+  httpRestrictedApi?: string;
+
+  /**
+   * Triton's `--grpc-restricted-protocol`, same syntax; the client sends metadata `triton-grpc-protocol-<header>`,
+   * and a call without it gets UNAVAILABLE.
+   */
+  @IsOptional()
+  @IsString()
+  grpcRestrictedProtocol?: string;
+
+  /** Serve gRPC over TLS with `grpcServerCert` and `grpcServerKey` (Triton's `--grpc-use-ssl`). */
+  @IsBoolean()
+  grpcUseSsl = false;
+
+  /** Also require client certificates signed by `grpcRootCert` (Triton's `--grpc-use-ssl-mutual`). */
+  @IsBoolean()
+  grpcUseSslMutual = false;
+
+  /** PEM file of the gRPC server certificate (chain). */
+  @IsOptional()
+  @IsString()
+  grpcServerCert?: string;
+
+  /** PEM file of the gRPC server private key. */
+  @IsOptional()
+  @IsString()
+  grpcServerKey?: string;
+
+  /** PEM file of the CA that signs client certificates, for mutual TLS. */
+  @IsOptional()
+  @IsString()
+  grpcRootCert?: string;
+
+  /** Serve HTTP over TLS (HTTPS) with `httpServerCert` and `httpServerKey`; Triton needs a proxy for this. */
+  @IsBoolean()
+  httpUseSsl = false;
+
+  /** Also require HTTPS client certificates signed by `httpRootCert`. */
+  @IsBoolean()
+  httpUseSslMutual = false;
+
+  /** PEM file of the HTTPS server certificate (chain). */
+  @IsOptional()
+  @IsString()
+  httpServerCert?: string;
+
+  /** PEM file of the HTTPS server private key. */
+  @IsOptional()
+  @IsString()
+  httpServerKey?: string;
+
+  /** PEM file of the CA that signs HTTPS client certificates, for mutual TLS. */
+  @IsOptional()
+  @IsString()
+  httpRootCert?: string;
 
   /** Version reported by server metadata. */
   @IsOptional()

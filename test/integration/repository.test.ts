@@ -28,7 +28,7 @@ describe('model repository extension', () => {
 
   beforeEach(async () => {
     doubler = new Doubler();
-    triton = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' });
+    triton = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent', modelControlMode: 'explicit' });
     triton.bind({ modelName: 'double', inferFunc: doubler, ...io, config: { batching: false } });
     triton.bind({
       modelName: 'worker_echo',

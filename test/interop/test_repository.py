@@ -13,7 +13,7 @@ from conftest import start_server, stop_server
 
 @pytest.fixture(scope="module")
 def repo_server():
-    running = start_server()
+    running = start_server(env={"TSTRITON_MODEL_CONTROL_MODE": "explicit"})
     yield running
     stop_server(running)
 
