@@ -10,6 +10,8 @@ import { inferenceService } from './inference-service';
 import { decodeModelInferRequest } from './infer-request-decoder';
 import { encodeModelInferResponse, encodeModelStreamInferResponse } from './infer-response-encoder';
 import { loadProtos } from './protos';
+import { toGrpcStatus } from './grpc-status';
+import { GRPC_API_GROUPS, GRPC_RESTRICTED_PREFIX, RestrictedApis, grpcRestrictedError } from '../restricted-api';
 
 /** How long a forced close lets calls it has just failed send their status before it cuts connections. */
 const FORCE_GRACE_MS = 2000;
@@ -32,8 +34,9 @@ export class GrpcServer implements Transport {
     this.server = new grpc.Server({ 'grpc.max_receive_message_length': max, 'grpc.max_send_message_length': max });
     const ctx: GrpcContext = { core, tracker: this.tracker, forwardHeader: headerMatcher(core.config.grpcHeaderForwardPattern, 'grpcHeaderForwardPattern') };
     const protos = loadProtos('string');
-    this.server.addService(withDirectCodecs(protos.inference), inferenceService(ctx));
-    this.server.addService(protos.health, healthService(ctx));
+    const restricted = RestrictedApis.parse(core.config.grpcRestrictedProtocol, 'grpcRestrictedProtocol', GRPC_RESTRICTED_PREFIX);
+    this.server.addService(withDirectCodecs(protos.inference), restrict(inferenceService(ctx), restricted));
+    this.server.addService(protos.health, restrict(healthService(ctx), restricted));
   }
 
   /** Listens on `grpcAddress:grpcPort`; resolves with the bound port. */
@@ -71,6 +74,33 @@ export class GrpcServer implements Transport {
       });
     });
   }
+}
+
+/**
+ * Guards every RPC of `service` whose API group is restricted: a call without the group's metadata ends with
+ * UNAVAILABLE before its handler runs, as Triton's does.
+ */
+function restrict(service: grpc.UntypedServiceImplementation, restricted: RestrictedApis): grpc.UntypedServiceImplementation {
+  if (!restricted.any) return service;
+  const guarded: grpc.UntypedServiceImplementation = {};
+  for (const [method, handler] of Object.entries(service)) {
+    const group = GRPC_API_GROUPS[method];
+    if (group === undefined || restricted.restriction(group) === undefined) {
+      guarded[method] = handler;
+      continue;
+    }
+    guarded[method] = ((call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerDuplexStream<unknown, unknown>, callback?: grpc.sendUnaryData<unknown>) => {
+      const missing = restricted.missingHeader(group, (name) => {
+        const values = call.metadata.get(name);
+        return values.length === 1 ? String(values[0]) : undefined;
+      });
+      if (missing === undefined) return (handler as (...args: unknown[]) => void)(call, callback);
+      const status = toGrpcStatus(grpcRestrictedError(missing));
+      if (callback) callback(status);
+      else call.emit('error', status);
+    }) as grpc.UntypedHandleCall;
+  }
+  return guarded;
 }
 
 /**

@@ -11,6 +11,7 @@ import { handleRepository, REPOSITORY_ROUTE } from './repository-routes';
 import { forwardHeaders, headerMatcher } from '../forward-headers';
 import { handleGenerate } from './generate';
 import { decodeHttpInfer, encodeHttpInfer } from './infer-codec';
+import { RestrictedApis, httpApiGroup, httpRestrictedError } from '../restricted-api';
 
 /** Model routes: `/v2/models/{m}[/versions/{v}][/{action}]`, matched on the path only, as Triton does. */
 /** `/v2/logging`. */
@@ -30,12 +31,15 @@ export class HttpServer {
   private readonly server: http.Server;
   /** Which request headers become parameters (`httpHeaderForwardPattern`). */
   private readonly forward: ((name: string) => boolean) | undefined;
+  /** API groups that need a header (`httpRestrictedApi`). */
+  private readonly restricted: RestrictedApis;
   /** Infer exchanges whose response has not been fully written yet. */
   private active = 0;
   private idleWaiters: (() => void)[] = [];
 
   constructor(private readonly core: ServerCore) {
     this.forward = headerMatcher(core.config.httpHeaderForwardPattern, 'httpHeaderForwardPattern');
+    this.restricted = RestrictedApis.parse(core.config.httpRestrictedApi, 'httpRestrictedApi');
     this.router = express.Router();
     this.app = buildApp(core, this.router);
     this.server = http.createServer({ noDelay: true }, (req, res) => this.handle(req, res));
@@ -73,6 +77,11 @@ export class HttpServer {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
+    // Every route, the infer hot path and users' own included, passes this one check.
+    if (this.restricted.any) {
+      const missing = this.restricted.missingHeader(httpApiGroup(path), (name) => req.headers[name]);
+      if (missing !== undefined) return sendError(res, httpRestrictedError(missing));
+    }
     if (req.method === 'POST' && path.endsWith('/infer')) {
       const m = MODEL_ROUTE.exec(path);
       if (m && m[3] === 'infer') {
