@@ -45,7 +45,7 @@ export class GrpcClientTransport implements ClientTransport {
     try {
       return (await this.unary<ModelRequestMessage, { ready: boolean }>('ModelReady', { name, version }, settings)).ready;
     } catch (err) {
-      // Triton answers INVALID_ARGUMENT for a model it does not know: not ready (yet).
+      // Triton answers ready: false for a model it does not know; servers that answer INVALID_ARGUMENT instead mean the same.
       if (err instanceof ClientError && err.status === GrpcStatus.INVALID_ARGUMENT) return false;
       throw err;
     }

@@ -203,12 +203,11 @@ describe('gRPC server: metadata RPCs', () => {
     expect(triton.ports.grpc).not.toBe(triton.ports.http);
   });
 
-  it('answers ModelReady: true, false for a model not ready, INVALID_ARGUMENT for an unknown model', async () => {
+  it('answers ModelReady: true, false for a model not ready, OK with ready false for an unknown model or version (as Triton)', async () => {
     expect(await client.call('ModelReady', { name: 'identity_fp32', version: '' })).toEqual({ ready: true });
     expect(await client.call('ModelReady', { name: 'not_ready', version: '1' })).toEqual({ ready: false });
-    const err = await rejection(client.call('ModelReady', { name: 'nope', version: '' }));
-    expect(err.code).toBe(grpc.status.INVALID_ARGUMENT);
-    expect(err.details).toBe("Request for unknown model: 'nope' is not found");
+    expect(await client.call('ModelReady', { name: 'nope', version: '' })).toEqual({ ready: false });
+    expect(await client.call('ModelReady', { name: 'identity_fp32', version: '7' })).toEqual({ ready: false });
   });
 
   it('returns the same model metadata as HTTP', async () => {

@@ -202,9 +202,11 @@ def test_unknown_model_is_invalid_argument(client):
     err = raises(lambda: client.infer("nope", [inp]))
     assert err.status() == "StatusCode.INVALID_ARGUMENT"
     assert err.message() == "Request for unknown model: 'nope' is not found"
-    for call in (lambda: client.get_model_metadata("nope"), lambda: client.get_model_config("nope"),
-                 lambda: client.is_model_ready("nope")):
+    for call in (lambda: client.get_model_metadata("nope"), lambda: client.get_model_config("nope")):
         assert raises(call).status() == "StatusCode.INVALID_ARGUMENT"
+    # ModelReady answers OK with ready false, as Triton's does.
+    assert client.is_model_ready("nope") is False
+    assert client.is_model_ready("add_sub", "7") is False
 
 
 @pytest.mark.parametrize("name,make,message", [

@@ -22,7 +22,7 @@ export function inferenceService(ctx: GrpcContext): UntypedServiceImplementation
   const service: UntypedServiceImplementation = {
     ServerLive: unary(ctx, true, () => ({ live: core.isLive() })),
     ServerReady: unary(ctx, true, () => ({ ready: ctx.tracker.accepting && core.isReady() })),
-    ModelReady: unary(ctx, true, (req: ModelRequestMessage) => ({ ready: ctx.tracker.accepting && repo.get(req.name, req.version).ready })),
+    ModelReady: unary(ctx, true, (req: ModelRequestMessage) => ({ ready: ctx.tracker.accepting && isModelReady(ctx, req) })),
     ServerMetadata: unary(ctx, false, (): ServerMetadataResponseMessage => core.metadata()),
     ModelMetadata: unary(ctx, false, (req: ModelRequestMessage): ModelMetadataResponseMessage => repo.get(req.name, req.version).metadata),
     ModelConfig: unary(ctx, false, (req: ModelRequestMessage): ModelConfigResponseMessage => ({ config: repo.get(req.name, req.version).configJson })),
@@ -82,6 +82,16 @@ export function inferenceService(ctx: GrpcContext): UntypedServiceImplementation
     ModelStreamInfer: modelStreamInfer(ctx) as UntypedHandleCall,
   };
   return service;
+}
+
+/** Triton answers ModelReady for a model or version it does not know with `ready: false`, not with an error. */
+function isModelReady(ctx: GrpcContext, req: ModelRequestMessage): boolean {
+  try {
+    return ctx.core.repository.get(req.name, req.version).ready;
+  } catch (err) {
+    if (err instanceof TritonError && err.code === 'MODEL_NOT_FOUND') return false;
+    throw err;
+  }
 }
 
 /** `LogSettingsRequest.SettingValue`: one of a bool, a uint32 or a string. */
