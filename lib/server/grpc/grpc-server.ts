@@ -7,7 +7,6 @@ import { CallTracker } from './call-tracker';
 import type { GrpcContext } from './grpc-context';
 import { healthService } from './health-service';
 import { inferenceService } from './inference-service';
-import { decodeModelInferRequest } from './infer-request-decoder';
 import { encodeModelInferResponse, encodeModelStreamInferResponse } from './infer-response-encoder';
 import { loadProtos } from './protos';
 import { toGrpcStatus } from './grpc-status';
@@ -18,7 +17,8 @@ const FORCE_GRACE_MS = 2000;
 
 /**
  * The gRPC endpoint: `inference.GRPCInferenceService` and `grpc.health.v1.Health` on grpc-js, with
- * Triton's unlimited message sizes (`grpcMaxMessageSize`) and gzip/deflate request compression.
+ * a finite message size limit (`grpcMaxMessageSize`, which grpc-js applies to a compressed request's inflated
+ * size while it inflates) and gzip/deflate request compression.
  *
  * Stopping has two levels, as grpc-js has: `stopAccepting` refuses new calls (health answers
  * NOT_SERVING) while in-flight calls finish; `forceClose` fails what is left with UNAVAILABLE, closes
@@ -105,14 +105,21 @@ function restrict(service: grpc.UntypedServiceImplementation, restricted: Restri
 
 /**
  * The inference service with the direct codecs on the two infer RPCs (proto-loader's stay on every
- * other RPC). A copy: the loaded definition is shared with clients and must stay as it is.
+ * other RPC). Their requests arrive as bytes, parsed by the handlers (`parseModelInferRequest`), so that a
+ * malformed message is answered in order with the call's other messages. A copy: the loaded definition is
+ * shared with clients and must stay as it is.
  */
 function withDirectCodecs(service: grpc.ServiceDefinition): grpc.ServiceDefinition {
   const infer = service.ModelInfer as grpc.MethodDefinition<unknown, unknown>;
   const stream = service.ModelStreamInfer as grpc.MethodDefinition<unknown, unknown>;
   return {
     ...service,
-    ModelInfer: { ...infer, requestDeserialize: decodeModelInferRequest, responseSerialize: encodeModelInferResponse } as grpc.MethodDefinition<unknown, unknown>,
-    ModelStreamInfer: { ...stream, requestDeserialize: decodeModelInferRequest, responseSerialize: encodeModelStreamInferResponse } as grpc.MethodDefinition<unknown, unknown>,
+    ModelInfer: { ...infer, requestDeserialize: receivedBytes, responseSerialize: encodeModelInferResponse } as grpc.MethodDefinition<unknown, unknown>,
+    ModelStreamInfer: { ...stream, requestDeserialize: receivedBytes, responseSerialize: encodeModelStreamInferResponse } as grpc.MethodDefinition<unknown, unknown>,
   };
+}
+
+/** The deserializer of the infer RPCs: the message's bytes as received (decompressed), parsed later by the handler. */
+function receivedBytes(bytes: Buffer): Buffer {
+  return bytes;
 }

@@ -1,5 +1,5 @@
 import type { Cancellation } from '../../cancellation';
-import { TritonError } from '../../errors';
+import { TritonError, toTritonError } from '../../errors';
 import type { InferenceRequest, InferenceResponse, NamedTensor } from '../../model/inference';
 import type { Model } from '../../model/model';
 import { decodeBinary, encodeBinary } from '../../tensor/binary-codec';
@@ -8,12 +8,27 @@ import { parseParameters, type RequestParameters } from '../parameters';
 import { fromInferParameters } from './infer-parameter';
 import type { InferParameterMap, ModelInferRequestMessage, ModelInferResponseMessage } from './messages';
 import { decodeTensorContents } from './tensor-contents';
+import { decodeModelInferRequest } from './infer-request-decoder';
 import { shmTargetOf, type SharedMemoryManager, type ShmTarget } from '../shared-memory';
 import { classify, type Classification } from '../../tensor/classification';
 import { classificationOf } from '../extensions';
 
 /** `triton_*` request parameters gRPC clients may send (perf_analyzer sends this one on every request). */
 export const GRPC_ALLOWED_TRITON_KEYS: ReadonlySet<string> = new Set(['triton_enable_empty_final_response']);
+
+/**
+ * Parses the bytes of a received ModelInferRequest; a malformed message is INVALID_ARGUMENT. The infer RPCs
+ * receive their messages as bytes and parse them in their handlers rather than in grpc-js's deserializer: there a
+ * throw ends the call at once with INTERNAL, which on a stream drops the answers still owed to the requests
+ * before the bad message.
+ */
+export function parseModelInferRequest(bytes: Buffer): ModelInferRequestMessage {
+  try {
+    return decodeModelInferRequest(bytes);
+  } catch (err) {
+    throw toTritonError(err, 'INVALID_ARGUMENT');
+  }
+}
 
 /**
  * Decodes a ModelInferRequest for `model`. Each input takes its data from its typed `contents` when set,

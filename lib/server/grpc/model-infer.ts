@@ -6,15 +6,15 @@ import type { InferenceResponse } from '../../model/inference';
 import type { TrackedCall } from './call-tracker';
 import { stoppingError, type GrpcContext } from './grpc-context';
 import { toGrpcStatus } from './grpc-status';
-import { decodeGrpcInfer, encodeGrpcInfer, grpcOutputHandling, type OutputHandling } from './infer-codec';
+import { decodeGrpcInfer, encodeGrpcInfer, grpcOutputHandling, parseModelInferRequest, type OutputHandling } from './infer-codec';
 
-import type { ModelInferRequestMessage, ModelInferResponseMessage } from './messages';
+import type { ModelInferResponseMessage } from './messages';
 
 /**
- * The unary ModelInfer RPC: decode, run through the server core (validation, queueing, batching, as over
- * HTTP), encode. A client cancel or deadline aborts the request's signal.
+ * The unary ModelInfer RPC: parse the received bytes, decode, run through the server core (validation, queueing,
+ * batching, as over HTTP), encode. A client cancel or deadline aborts the request's signal.
  */
-export function modelInfer(ctx: GrpcContext): handleUnaryCall<ModelInferRequestMessage, ModelInferResponseMessage> {
+export function modelInfer(ctx: GrpcContext): handleUnaryCall<Buffer, ModelInferResponseMessage> {
   return (call, callback) => {
     const abort = new Cancellation();
     let settled = false;
@@ -46,7 +46,7 @@ export function modelInfer(ctx: GrpcContext): handleUnaryCall<ModelInferRequestM
     let pending: Promise<InferenceResponse>;
     let outputHandling: Map<string, OutputHandling> | undefined;
     try {
-      const msg = call.request;
+      const msg = parseModelInferRequest(call.request);
       const model = ctx.core.repository.get(msg.model_name, msg.model_version);
       if (model.config.decoupled) {
         throw new TritonError('UNSUPPORTED', "ModelInfer RPC doesn't support models with decoupled transaction policy");

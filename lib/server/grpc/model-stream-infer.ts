@@ -6,7 +6,7 @@ import type { InferenceResponse } from '../../model/inference';
 import type { TrackedCall } from './call-tracker';
 import { stoppingError, type GrpcContext } from './grpc-context';
 import { toGrpcStatus } from './grpc-status';
-import { decodeGrpcInfer, encodeGrpcInfer, grpcOutputHandling } from './infer-codec';
+import { decodeGrpcInfer, encodeGrpcInfer, grpcOutputHandling, parseModelInferRequest } from './infer-codec';
 import type { InferParameterMap, ModelInferRequestMessage, ModelInferResponseMessage, ModelStreamInferResponseMessage } from './messages';
 
 /** Every response of a non-decoupled model is its request's last: perf_analyzer and tritonclient read this flag. */
@@ -19,9 +19,11 @@ const NOT_FINAL: InferParameterMap = { triton_final_response: { bool_param: fals
  * produced (`triton_final_response` false), and the last one carries the flag true — as an empty response
  * only when the request set `triton_enable_empty_final_response`. A failed request gets `error_message`
  * and the stream stays open. The stream ends once the client has half-closed and every request is answered;
- * a client cancel aborts every request still running (a decoupled model's generator is closed).
+ * a client cancel aborts every request still running (a decoupled model's generator is closed). A message that
+ * is not a ModelInferRequest at all ends the stream with INVALID_ARGUMENT once the requests before it are
+ * answered; what follows it is not read.
  */
-export function modelStreamInfer(ctx: GrpcContext): handleBidiStreamingCall<ModelInferRequestMessage, ModelStreamInferResponseMessage> {
+export function modelStreamInfer(ctx: GrpcContext): handleBidiStreamingCall<Buffer, ModelStreamInferResponseMessage> {
   return (call) => {
     if (!ctx.tracker.accepting) {
       call.emit('error', toGrpcStatus(stoppingError()));
@@ -30,6 +32,8 @@ export function modelStreamInfer(ctx: GrpcContext): handleBidiStreamingCall<Mode
     const pending = new Set<Cancellation>();
     let clientDone = false;
     let closed = false;
+    /** Set by a malformed message: the stream's status once the requests before it are answered. */
+    let malformed: TritonError | undefined;
     let drainWaiters: (() => void)[] = [];
     const releaseWriters = (): void => {
       const waiters = drainWaiters;
@@ -53,7 +57,12 @@ export function modelStreamInfer(ctx: GrpcContext): handleBidiStreamingCall<Mode
     };
     ctx.tracker.add(tracked);
     const endIfDone = (): void => {
-      if (clientDone && pending.size === 0 && !closed) {
+      if (closed || pending.size > 0) return;
+      if (malformed) {
+        close();
+        // Ends the call after the responses already written, with this status.
+        call.emit('error', toGrpcStatus(malformed));
+      } else if (clientDone) {
         close();
         call.end();
       }
@@ -65,8 +74,16 @@ export function modelStreamInfer(ctx: GrpcContext): handleBidiStreamingCall<Mode
       return new Promise<void>((resolve) => drainWaiters.push(resolve));
     };
 
-    call.on('data', (msg: ModelInferRequestMessage) => {
-      if (closed) return;
+    call.on('data', (bytes: Buffer) => {
+      if (closed || malformed) return;
+      let msg: ModelInferRequestMessage;
+      try {
+        msg = parseModelInferRequest(bytes);
+      } catch (err) {
+        malformed = toTritonError(err, 'INVALID_ARGUMENT');
+        endIfDone();
+        return;
+      }
       const abort = new Cancellation();
       pending.add(abort);
       answer(ctx, msg, abort, write, call.metadata.getMap()).then(() => {
