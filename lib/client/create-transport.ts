@@ -1,27 +1,55 @@
+import * as grpc from '@grpc/grpc-js';
 import { ClientError } from './client-error';
 import type { ClientTransport } from './client-transport';
 import { GrpcClientTransport } from './grpc-client-transport';
 import { HttpClientTransport } from './http-client-transport';
 
+/** TLS settings of a client: PEM text (a string or its bytes), as Node's `tls` options take them. */
+export interface ClientTlsOptions {
+  /** CA certificate(s) the server's certificate must chain to; the system's roots when omitted. */
+  ca?: string | Buffer;
+  /** Client certificate (chain), for servers that require one (mutual TLS); needs `key`. */
+  cert?: string | Buffer;
+  /** Private key of `cert`. */
+  key?: string | Buffer;
+}
+
+/** Settings of the transport that `createTransport` makes. */
+export interface TransportOptions {
+  /** TLS settings for `grpcs://` URLs. */
+  tls?: ClientTlsOptions;
+}
+
 /**
- * The transport for a URL: `grpc://host[:port]` (port 8001 by default) speaks gRPC, `http://host[:port]`
- * or a bare `host:port` (port 8000 by default) speaks HTTP, as Triton's defaults.
+ * The transport for a URL: `grpc://host[:port]` (port 8001 by default) speaks gRPC, `grpcs://host[:port]` gRPC
+ * over TLS (with `options.tls`), `http://host[:port]` or a bare `host:port` (port 8000 by default) speaks HTTP,
+ * as Triton's defaults.
  */
-export function createTransport(url: string): ClientTransport {
+export function createTransport(url: string, options: TransportOptions = {}): ClientTransport {
   const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(url) ? url : `http://${url}`;
   let parsed: URL;
   try {
     parsed = new URL(withScheme);
   } catch {
-    throw new ClientError('INVALID_ARGUMENT', `invalid server URL ${JSON.stringify(url)}: expected http://host:port or grpc://host:port`);
+    throw new ClientError('INVALID_ARGUMENT', `invalid server URL ${JSON.stringify(url)}: expected http://host:port, grpc://host:port or grpcs://host:port`);
   }
   const scheme = parsed.protocol.replace(/:$/, '').toLowerCase();
-  if (scheme === 'grpc') {
-    return new GrpcClientTransport(url, `${parsed.hostname}:${parsed.port || '8001'}`);
+  if (scheme === 'grpc' || scheme === 'grpcs') {
+    const credentials = scheme === 'grpcs' ? grpcTlsCredentials(options.tls ?? {}) : grpc.credentials.createInsecure();
+    return new GrpcClientTransport(url, `${parsed.hostname}:${parsed.port || '8001'}`, credentials);
   }
   if (scheme === 'http') {
     if (!parsed.port) parsed.port = '8000';
     return new HttpClientTransport(url, parsed);
   }
-  throw new ClientError('INVALID_ARGUMENT', `unsupported URL scheme '${scheme}' in ${JSON.stringify(url)}: use http:// or grpc://`);
+  throw new ClientError('INVALID_ARGUMENT', `unsupported URL scheme '${scheme}' in ${JSON.stringify(url)}: use http://, grpc:// or grpcs://`);
+}
+
+/** gRPC channel credentials for TLS; a certificate without its key (or the reverse) is refused here, by name. */
+function grpcTlsCredentials(tls: ClientTlsOptions): grpc.ChannelCredentials {
+  if ((tls.cert === undefined) !== (tls.key === undefined)) {
+    throw new ClientError('INVALID_ARGUMENT', `tls.${tls.cert === undefined ? 'cert' : 'key'} is missing: a client certificate needs both tls.cert and tls.key`);
+  }
+  const pem = (v: string | Buffer | undefined): Buffer | null => (v === undefined ? null : Buffer.from(v));
+  return grpc.credentials.createSsl(pem(tls.ca), pem(tls.key), pem(tls.cert));
 }

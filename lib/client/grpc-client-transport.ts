@@ -26,12 +26,13 @@ export class GrpcClientTransport implements ClientTransport {
   private readonly client: grpc.Client;
   private readonly methods = loadProtos('number').inference;
 
-  /** `address` is `host:port`. */
+  /** `address` is `host:port`; `credentials` are insecure or TLS (`grpcs://`). */
   constructor(
     readonly url: string,
     address: string,
+    credentials: grpc.ChannelCredentials = grpc.credentials.createInsecure(),
   ) {
-    this.client = new grpc.Client(address, grpc.credentials.createInsecure(), {
+    this.client = new grpc.Client(address, credentials, {
       'grpc.max_receive_message_length': -1,
       'grpc.max_send_message_length': -1,
     });

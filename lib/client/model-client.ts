@@ -5,7 +5,7 @@ import type { Tensor } from '../tensor/tensor';
 import { raceAbort, sleep } from './abortable-wait';
 import { ClientError } from './client-error';
 import type { CallSettings, ClientTransport, StreamSettings } from './client-transport';
-import { createTransport } from './create-transport';
+import { createTransport, type ClientTlsOptions } from './create-transport';
 import { toNamedTensors, type InferInputs } from './infer-inputs';
 
 /** Settings of a `ModelClient`, as PyTriton's `ModelClient` arguments. */
@@ -20,6 +20,8 @@ export interface ModelClientOptions {
   ensureModelIsReady?: boolean;
   /** HTTP headers or gRPC metadata sent with every call. */
   headers?: Readonly<Record<string, string>>;
+  /** TLS settings for `grpcs://` URLs: the CA to trust, and a client certificate and key for mutual TLS. */
+  tls?: ClientTlsOptions;
 }
 
 /** Options of one call. */
@@ -87,7 +89,7 @@ const MAX_POLL_MS = 1000;
 
 /**
  * A client for one model on a Triton-compatible server, over HTTP (`http://host:port`) or gRPC
- * (`grpc://host:port`), as PyTriton's `ModelClient`. Inputs and outputs are `Tensor`s;
+ * (`grpc://host:port`, or `grpcs://host:port` over TLS with the `tls` option), as PyTriton's `ModelClient`. Inputs and outputs are `Tensor`s;
  * `inferSample` adds and strips the batch dimension, `inferBatch` sends batches as they are.
  * Every failure is a `ClientError` carrying the server's status.
  */
@@ -111,7 +113,7 @@ export class ModelClient {
     this.inferenceTimeoutMs = seconds(options.inferenceTimeoutSeconds, 'inferenceTimeoutSeconds');
     this.ensureModelIsReady = options.ensureModelIsReady ?? true;
     this.headers = options.headers ?? {};
-    this.transport = createTransport(url);
+    this.transport = createTransport(url, { tls: options.tls });
   }
 
   /** Resolves once the server reports ready; fails with DEADLINE_EXCEEDED after the timeout. */

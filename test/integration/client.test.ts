@@ -272,7 +272,7 @@ describe('ModelClient without a server', () => {
     }
   });
 
-  it.each(['ftp://x:1', 'grpcs://x:1'])('rejects the URL %s', (u) => {
+  it.each(['ftp://x:1', 'ws://x:1'])('rejects the URL %s', (u) => {
     expect(() => new ModelClient(u, 'm')).toThrow(/unsupported URL scheme/);
   });
 

@@ -4,6 +4,7 @@ import { TritonError } from '../../errors';
 import type { Transport } from '../../triton';
 import type { ServerCore } from '../server-core';
 import { CallTracker } from './call-tracker';
+import { grpcServerCredentials } from './grpc-credentials';
 import type { GrpcContext } from './grpc-context';
 import { healthService } from './health-service';
 import { inferenceService } from './inference-service';
@@ -28,8 +29,11 @@ export class GrpcServer implements Transport {
   readonly name = 'grpc';
   private readonly server: grpc.Server;
   private readonly tracker = new CallTracker();
+  private readonly credentials: grpc.ServerCredentials;
 
   constructor(private readonly core: ServerCore) {
+    // Read now, so that a bad TLS setting fails `new Triton()` rather than `run()`.
+    this.credentials = grpcServerCredentials(core.config);
     const max = core.config.grpcMaxMessageSize;
     this.server = new grpc.Server({ 'grpc.max_receive_message_length': max, 'grpc.max_send_message_length': max });
     const ctx: GrpcContext = { core, tracker: this.tracker, forwardHeader: headerMatcher(core.config.grpcHeaderForwardPattern, 'grpcHeaderForwardPattern') };
@@ -39,12 +43,12 @@ export class GrpcServer implements Transport {
     this.server.addService(protos.health, restrict(healthService(ctx), restricted));
   }
 
-  /** Listens on `grpcAddress:grpcPort`; resolves with the bound port. */
+  /** Listens on `grpcAddress:grpcPort` (over TLS with `grpcUseSsl`); resolves with the bound port. */
   start(): Promise<number> {
     const { grpcAddress, grpcPort } = this.core.config;
     const host = grpcAddress.includes(':') ? `[${grpcAddress}]` : grpcAddress;
     return new Promise((resolve, reject) => {
-      this.server.bindAsync(`${host}:${grpcPort}`, grpc.ServerCredentials.createInsecure(), (err, port) => {
+      this.server.bindAsync(`${host}:${grpcPort}`, this.credentials, (err, port) => {
         if (err) reject(new TritonError('INTERNAL', `gRPC server could not listen on ${host}:${grpcPort}: ${err.message}`, { cause: err }));
         else resolve(port);
       });
