@@ -240,9 +240,9 @@ describe('gRPC hardening: the receive limit bounds the decompressed size', () =>
   // 17 Mi FP32 elements: 68 MiB once inflated, a few dozen KiB as gzip.
   const big = (): ModelInferRequestMessage => fp32Request('count_fp32', 'big', new Float32Array(17 * MiB));
 
-  it('refuses a gzip request that inflates past the default 64 MiB with RESOURCE_EXHAUSTED', async () => {
+  it.each(['gzip', 'deflate'] as const)('refuses a %s request that inflates past the default 64 MiB with RESOURCE_EXHAUSTED', async (algorithm) => {
     const port = await start();
-    const gz = client(port, { 'grpc.default_compression_algorithm': grpc.compressionAlgorithms.gzip });
+    const gz = client(port, { 'grpc.default_compression_algorithm': grpc.compressionAlgorithms[algorithm] });
     const err = await rejection(unary(gz, inferDef.path, inferDef.requestSerialize, inferDef.responseDeserialize, big()));
     expect(err.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
     expect(err.details).toBe(`Received message that decompresses to a size larger than ${64 * MiB}`);
