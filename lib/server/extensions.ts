@@ -2,13 +2,14 @@
 import { TritonError } from '../errors';
 import type { Model } from '../model/model';
 import type { Classification } from '../tensor/classification';
+import { describeValue } from '../tensor/wire-value';
 
 /** The `classification` parameter of output `name`: a class count (0 or absent: none). */
 export function classificationOf(value: unknown, model: Model, name: string): Classification | undefined {
   if (value === undefined) return undefined;
   const count = typeof value === 'bigint' ? Number(value) : value;
   if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 0) {
-    throw invalid(`output '${name}': 'classification' must be a non-negative integer (the number of classes), got ${String(value)}`);
+    throw invalid(`output '${name}': 'classification' must be a non-negative integer (the number of classes), got ${describeValue(value)}`);
   }
   if (count === 0) return undefined;
   const labels = model.outputs.find((o) => o.name === name)?.labels;

@@ -1,5 +1,6 @@
 import type { ParameterValue } from '../callable';
 import { TritonError } from '../errors';
+import { describeValue, setEntry } from '../tensor/wire-value';
 
 /** Request parameters split into the reserved ones the server acts on and the custom ones for the model. */
 export interface RequestParameters {
@@ -20,7 +21,7 @@ const RESERVED = new Set(['sequence_id', 'sequence_start', 'sequence_end', 'prio
 export function parseParameters(raw: unknown, where: string, allowedTritonKeys: ReadonlySet<string> = EMPTY): RequestParameters {
   const out: RequestParameters = { parameters: {}, binaryDataOutput: false };
   if (raw === undefined || raw === null) return out;
-  if (typeof raw !== 'object' || Array.isArray(raw)) throw invalid(`${where} 'parameters' must be an object`);
+  if (typeof raw !== 'object' || Array.isArray(raw)) throw invalid(`${where} 'parameters' must be an object, got ${describeValue(raw)}`);
   for (const [key, value] of Object.entries(raw as Record<string, unknown>)) {
     if (key.startsWith('triton_')) {
       if (allowedTritonKeys.has(key)) continue;
@@ -31,9 +32,9 @@ export function parseParameters(raw: unknown, where: string, allowedTritonKeys: 
       continue;
     }
     if (typeof value === 'string' || typeof value === 'boolean' || typeof value === 'bigint' || (typeof value === 'number' && Number.isFinite(value))) {
-      out.parameters[key] = value;
+      setEntry(out.parameters, key, value);
     } else {
-      throw invalid(`parameter '${key}' has an invalid type: expected a string, integer, boolean or double`);
+      throw invalid(`parameter '${key}' has an invalid type: expected a string, integer, boolean or double, got ${describeValue(value)}`);
     }
   }
   return out;
@@ -50,12 +51,12 @@ function applyReserved(out: RequestParameters, key: string, value: unknown): voi
       out.timeoutMicroseconds = unsigned(key, value);
       return;
     case 'binary_data_output':
-      if (typeof value !== 'boolean') throw invalid("parameter 'binary_data_output' must be a boolean");
+      if (typeof value !== 'boolean') throw invalid(`parameter 'binary_data_output' must be a boolean, got ${describeValue(value)}`);
       out.binaryDataOutput = value;
       return;
     case 'sequence_start':
     case 'sequence_end':
-      if (typeof value !== 'boolean') throw invalid(`parameter '${key}' must be a boolean`);
+      if (typeof value !== 'boolean') throw invalid(`parameter '${key}' must be a boolean, got ${describeValue(value)}`);
       return;
     default:
       // sequence_id and headers are accepted; models here are not sequence models.
@@ -65,7 +66,7 @@ function applyReserved(out: RequestParameters, key: string, value: unknown): voi
 
 function unsigned(key: string, value: unknown): number {
   const n = typeof value === 'bigint' ? Number(value) : value;
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) throw invalid(`parameter '${key}' must be a non-negative integer`);
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) throw invalid(`parameter '${key}' must be a non-negative integer, got ${describeValue(value)}`);
   return n;
 }
 

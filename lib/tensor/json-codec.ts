@@ -1,6 +1,7 @@
 import { TritonError } from '../errors';
 import { DTYPES, type DataType, type TensorData } from './dtype';
 import { elementCount, type Tensor } from './tensor';
+import { describeValue } from './wire-value';
 
 const INT_RANGES: Partial<Record<DataType, readonly [bigint, bigint]>> = {
   UINT8: [0n, 0xffn],
@@ -107,7 +108,7 @@ function decodeIntegers(dtype: DataType, flat: unknown[], what: string): TensorD
 
 function flatten(v: unknown, out: unknown[], what: string): void {
   if (!Array.isArray(v)) {
-    throw new TritonError('INVALID_ARGUMENT', `${what}: 'data' must be an array`);
+    throw new TritonError('INVALID_ARGUMENT', `${what}: 'data' must be an array, got ${describeValue(v)}`);
   }
   for (const e of v) {
     if (Array.isArray(e)) flatten(e, out, what);
@@ -116,8 +117,7 @@ function flatten(v: unknown, out: unknown[], what: string): void {
 }
 
 function badElement(what: string, index: number, expected: string, got: unknown): TritonError {
-  const shown = typeof got === 'bigint' ? got.toString() : JSON.stringify(got);
-  return new TritonError('INVALID_ARGUMENT', `${what}: 'data' element ${index} must be ${expected}, got ${shown}`);
+  return new TritonError('INVALID_ARGUMENT', `${what}: 'data' element ${index} must be ${expected}, got ${describeValue(got)}`);
 }
 
 /** The JSON text of a tensor's elements as a flat array; INT64/UINT64 exact; BYTES as UTF-8 strings. */

@@ -1,4 +1,5 @@
 import { TritonError } from '../errors';
+import { setEntry } from './wire-value';
 
 /**
  * JSON parsing that keeps integers beyond 2^53 exact, as BigInt.
@@ -98,7 +99,7 @@ class Parser {
       this.ws();
       if (this.text[this.pos] !== ':') this.fail("expected ':'");
       this.pos++;
-      out[key] = this.value(depth + 1);
+      setEntry(out, key, this.value(depth + 1));
       this.ws();
       const c = this.text[this.pos++];
       if (c === '}') return out;

@@ -1,3 +1,5 @@
+import { TritonError } from '../../errors';
+import { setEntry } from '../../tensor/wire-value';
 import type {
   InferInputTensorMessage,
   InferParameterMap,
@@ -8,17 +10,25 @@ import type {
   ModelInferRequestMessage,
 } from './messages';
 
+/** Wire types: how a field's value is laid out. */
+const VARINT = 0;
+const FIXED64 = 1;
+const LEN = 2;
+const FIXED32 = 5;
+
 /**
  * A direct protobuf decoder for `inference.ModelInferRequest`, the hot path's only inbound message. It
  * produces what @grpc/proto-loader produces with tstriton's options (`ModelInferRequestMessage`; 64-bit
  * integers as numbers when exact, decimal strings otherwise) at a fraction of the cost, and leaves
- * `raw_input_contents` as views on the received buffer. Unknown fields are skipped, as protobuf requires.
+ * `raw_input_contents` as views on the received buffer. Unknown fields are skipped, as protobuf requires, and so
+ * is a known field sent with another wire type than its own, as protobuf's C++ parser (Triton's) skips it rather
+ * than misread its bytes. A truncated field or a length beyond its message is malformed (INVALID_ARGUMENT).
  */
 export function decodeModelInferRequest(buf: Buffer): ModelInferRequestMessage {
   const r = new Reader(buf);
   const msg: ModelInferRequestMessage = { model_name: '', model_version: '', id: '', parameters: {}, inputs: [], outputs: [], raw_input_contents: [] };
   while (r.pos < r.end) {
-    const tag = r.uint32();
+    const tag = r.tag();
     switch (tag) {
       case (1 << 3) | 2:
         msg.model_name = r.string();
@@ -64,21 +74,22 @@ function ownsItsBuffer(buf: Buffer): boolean {
 function readInput(r: Reader): InferInputTensorMessage {
   const t: InferInputTensorMessage = { name: '', datatype: '', shape: [], parameters: {}, contents: null };
   while (r.pos < r.end) {
-    const tag = r.uint32();
-    switch (tag >>> 3) {
-      case 1:
+    const tag = r.tag();
+    switch (tag) {
+      case (1 << 3) | LEN:
         t.name = r.string();
         break;
-      case 2:
+      case (2 << 3) | LEN:
         t.datatype = r.string();
         break;
-      case 3:
+      case (3 << 3) | LEN:
+      case (3 << 3) | VARINT:
         r.repeated(tag, t.shape, () => r.int64());
         break;
-      case 4:
+      case (4 << 3) | LEN:
         r.mapEntry(t.parameters as InferParameterMap);
         break;
-      case 5:
+      case (5 << 3) | LEN:
         t.contents = r.sub(readContents);
         break;
       default:
@@ -91,7 +102,7 @@ function readInput(r: Reader): InferInputTensorMessage {
 function readOutput(r: Reader): InferRequestedOutputTensorMessage {
   const o: InferRequestedOutputTensorMessage = { name: '', parameters: {} };
   while (r.pos < r.end) {
-    const tag = r.uint32();
+    const tag = r.tag();
     if (tag === ((1 << 3) | 2)) o.name = r.string();
     else if (tag === ((2 << 3) | 2)) r.mapEntry(o.parameters as InferParameterMap);
     else r.skip(tag & 7);
@@ -111,31 +122,38 @@ function readContents(r: Reader): InferTensorContentsMessage {
     bytes_contents: [] as Uint8Array[],
   };
   while (r.pos < r.end) {
-    const tag = r.uint32();
-    switch (tag >>> 3) {
-      case 1:
+    const tag = r.tag();
+    // Each repeated scalar comes packed (LEN) or one element per tag (its own wire type).
+    switch (tag) {
+      case (1 << 3) | LEN:
+      case (1 << 3) | VARINT:
         r.repeated(tag, c.bool_contents, () => r.varint() !== 0);
         break;
-      case 2:
+      case (2 << 3) | LEN:
+      case (2 << 3) | VARINT:
         r.repeated(tag, c.int_contents, () => r.varint() | 0);
         break;
-      case 3:
+      case (3 << 3) | LEN:
+      case (3 << 3) | VARINT:
         r.repeated(tag, c.int64_contents, () => r.int64());
         break;
-      case 4:
+      case (4 << 3) | LEN:
+      case (4 << 3) | VARINT:
         r.repeated(tag, c.uint_contents, () => r.varint() >>> 0);
         break;
-      case 5:
+      case (5 << 3) | LEN:
+      case (5 << 3) | VARINT:
         r.repeated(tag, c.uint64_contents, () => r.uint64());
         break;
-      case 6:
+      case (6 << 3) | LEN:
+      case (6 << 3) | FIXED32:
         r.repeated(tag, c.fp32_contents, () => r.float());
         break;
-      case 7:
+      case (7 << 3) | LEN:
+      case (7 << 3) | FIXED64:
         r.repeated(tag, c.fp64_contents, () => r.double());
         break;
-      case 8:
-        if ((tag & 7) !== 2) throw malformed('bytes_contents');
+      case (8 << 3) | LEN:
         c.bytes_contents.push(r.bytes());
         break;
       default:
@@ -148,7 +166,7 @@ function readContents(r: Reader): InferTensorContentsMessage {
 function readParameter(r: Reader): InferParameterMessage {
   const p: InferParameterMessage = {};
   while (r.pos < r.end) {
-    const tag = r.uint32();
+    const tag = r.tag();
     switch (tag) {
       case (1 << 3) | 0:
         p.bool_param = r.varint() !== 0;
@@ -186,6 +204,13 @@ class Reader {
 
   constructor(private readonly buf: Buffer) {
     this.end = buf.length;
+  }
+
+  /** A field's tag (number and wire type); field number 0 does not exist, as protobuf's own parsers hold. */
+  tag(): number {
+    const tag = this.uint32();
+    if (tag >>> 3 === 0) throw malformed('field number 0');
+    return tag;
   }
 
   /** A varint of up to 32 bits (tags, lengths, bools, 32-bit ints); longer ones keep their low 32 bits. */
@@ -258,9 +283,10 @@ class Reader {
     return v;
   }
 
+  /** A length: the whole varint counts (a length of 2^32 + 3 is not 3). */
   private length(): number {
-    const len = this.uint32();
-    if (this.pos + len > this.end) throw malformed('length-delimited field');
+    const [len, high] = this.varint64();
+    if (high !== 0 || this.pos + len > this.end) throw malformed('length-delimited field');
     return len;
   }
 
@@ -292,7 +318,7 @@ class Reader {
 
   /** A repeated scalar, packed (one length-delimited run) or not (one element per tag). */
   repeated<T>(tag: number, into: T[], read: () => T): void {
-    if ((tag & 7) !== 2) {
+    if ((tag & 7) !== LEN) {
       into.push(read());
       return;
     }
@@ -309,12 +335,12 @@ class Reader {
       let key = '';
       let value: InferParameterMessage = {};
       while (r.pos < r.end) {
-        const tag = r.uint32();
+        const tag = r.tag();
         if (tag === ((1 << 3) | 2)) key = r.string();
         else if (tag === ((2 << 3) | 2)) value = r.sub(readParameter);
         else r.skip(tag & 7);
       }
-      into[key] = value;
+      setEntry(into, key, value);
     });
   }
 
@@ -343,7 +369,6 @@ class Reader {
   }
 }
 
-function malformed(what: string): Error {
-  // grpc-js turns a deserializer's throw into INTERNAL "Error deserializing request: ...".
-  return new Error(`malformed ModelInferRequest: truncated or invalid ${what}`);
+function malformed(what: string): TritonError {
+  return new TritonError('INVALID_ARGUMENT', `malformed ModelInferRequest: truncated or invalid ${what}`);
 }

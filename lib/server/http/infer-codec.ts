@@ -6,6 +6,7 @@ import { decodeBinary, encodeBinary } from '../../tensor/binary-codec';
 import { DTYPES, isDataType } from '../../tensor/dtype';
 import { decodeJsonData, encodeJsonData } from '../../tensor/json-codec';
 import { parseJson } from '../../tensor/lossless-json';
+import { describeValue } from '../../tensor/wire-value';
 import { parseParameters } from '../parameters';
 import { classify, type Classification } from '../../tensor/classification';
 import { classificationOf } from '../extensions';
@@ -53,24 +54,24 @@ export function decodeHttpInfer(
     throw invalid(`inference header size should be in range (0, ${body.length}), got: ${jsonLength}`);
   }
   const header = parseJson(body.toString('utf8', 0, jsonLength), maxDepth);
-  if (!isObject(header)) throw invalid('the inference request JSON must be an object');
+  if (!isObject(header)) throw invalid(`the inference request JSON must be an object, got ${describeValue(header)}`);
   const id = header.id ?? '';
-  if (typeof id !== 'string') throw invalid("the request 'id' must be a string");
+  if (typeof id !== 'string') throw invalid(`the request 'id' must be a string, got ${describeValue(id)}`);
   const { parameters, priority, timeoutMicroseconds, binaryDataOutput } = parseParameters(header.parameters, 'request');
 
-  if (!Array.isArray(header.inputs)) throw invalid("the inference request must have an 'inputs' array");
+  if (!Array.isArray(header.inputs)) throw invalid(`the inference request must have an 'inputs' array, got ${describeValue(header.inputs)}`);
   let offset = jsonLength;
   const inputs: NamedTensor[] = header.inputs.map((raw: unknown, i: number) => {
-    if (!isObject(raw)) throw invalid(`input ${i} must be an object`);
+    if (!isObject(raw)) throw invalid(`input ${i} must be an object, got ${describeValue(raw)}`);
     const name = raw.name;
-    if (typeof name !== 'string') throw invalid(`input ${i} must have a string 'name'`);
+    if (typeof name !== 'string') throw invalid(`input ${i} must have a string 'name', got ${describeValue(name)}`);
     const what = `input '${name}' for model '${model.name}'`;
     const dtype = raw.datatype;
-    if (!isDataType(dtype)) throw invalid(`${what}: unknown datatype ${JSON.stringify(dtype)}`);
+    if (!isDataType(dtype)) throw invalid(datatypeProblem(what, dtype));
     const shape = raw.shape;
-    if (!isShape(shape)) throw invalid(`${what}: 'shape' must be an array of non-negative integers`);
+    if (!isShape(shape)) throw invalid(`${what}: 'shape' must be an array of non-negative integers, got ${describeValue(shape)}`);
     const params = raw.parameters === undefined ? NO_PARAMETERS : raw.parameters;
-    if (!isObject(params)) throw invalid(`${what}: 'parameters' must be an object`);
+    if (!isObject(params)) throw invalid(`${what}: 'parameters' must be an object, got ${describeValue(params)}`);
     const binarySize = params.binary_data_size;
     const sources = (raw.data !== undefined ? 1 : 0) + (binarySize !== undefined ? 1 : 0) + (params.shared_memory_region !== undefined ? 1 : 0);
     if (sources !== 1) {
@@ -86,7 +87,9 @@ export function decodeHttpInfer(
     }
     if (binarySize !== undefined) {
       const size = typeof binarySize === 'bigint' ? Number(binarySize) : binarySize;
-      if (typeof size !== 'number' || !Number.isInteger(size) || size < 0) throw invalid(`${what}: 'binary_data_size' must be a non-negative integer`);
+      if (typeof size !== 'number' || !Number.isInteger(size) || size < 0) {
+        throw invalid(`${what}: 'binary_data_size' must be a non-negative integer, got ${describeValue(binarySize)}`);
+      }
       if (headerLength === null) {
         throw invalid("must specify valid 'Infer-Header-Content-Length' in request header and 'binary_data_size' when passing inputs in binary data format");
       }
@@ -104,17 +107,18 @@ export function decodeHttpInfer(
   let binaryByOutput: OutputFormat[] | undefined;
   let requestedOutputs: string[] | undefined;
   if (header.outputs !== undefined) {
-    if (!Array.isArray(header.outputs)) throw invalid("'outputs' must be an array");
+    if (!Array.isArray(header.outputs)) throw invalid(`'outputs' must be an array, got ${describeValue(header.outputs)}`);
     requestedOutputs = header.outputs.map((raw: unknown, i: number) => {
-      if (!isObject(raw) || typeof raw.name !== 'string') throw invalid(`output ${i} must be an object with a string 'name'`);
+      if (!isObject(raw)) throw invalid(`output ${i} must be an object, got ${describeValue(raw)}`);
+      if (typeof raw.name !== 'string') throw invalid(`output ${i} must have a string 'name', got ${describeValue(raw.name)}`);
       const params = raw.parameters ?? {};
-      if (!isObject(params)) throw invalid(`output '${raw.name}': 'parameters' must be an object`);
+      if (!isObject(params)) throw invalid(`output '${raw.name}': 'parameters' must be an object, got ${describeValue(params)}`);
       const what = `output '${raw.name}'`;
       const shm = shmTargetOf(params.shared_memory_region, params.shared_memory_byte_size, params.shared_memory_offset, what);
       const classes = classificationOf(params.classification, model, raw.name);
       if (classes && shm) throw invalid(`${what}: 'classification' cannot be combined with 'shared_memory_region'`);
       const binary = params.binary_data ?? false;
-      if (typeof binary !== 'boolean') throw invalid(`${what}: 'binary_data' must be a boolean`);
+      if (typeof binary !== 'boolean') throw invalid(`${what}: 'binary_data' must be a boolean, got ${describeValue(binary)}`);
       if (shm && binary) throw invalid(`${what}: 'binary_data' cannot be combined with 'shared_memory_region'`);
       if (shm && !sharedMemory) throw new TritonError('NOT_FOUND', `Unable to find system shared memory region: '${shm.region}'`);
       const format: OutputFormat = { name: raw.name, binary };
@@ -213,6 +217,11 @@ function formatFor(decoded: DecodedHttpInfer, name: string): OutputFormat | unde
   // The last mention wins, should a request name an output twice.
   if (decoded.binaryByOutput) for (const o of decoded.binaryByOutput) if (o.name === name) format = o;
   return format;
+}
+
+/** Why a `datatype` field is not a datatype: not a string at all, or a string the table does not know. */
+function datatypeProblem(what: string, dtype: unknown): string {
+  return typeof dtype === 'string' ? `${what}: unknown datatype ${describeValue(dtype)}` : `${what}: 'datatype' must be a string, got ${describeValue(dtype)}`;
 }
 
 function isShape(v: unknown): v is number[] {

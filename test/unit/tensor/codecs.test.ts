@@ -163,3 +163,30 @@ describe('parseJson fast path', () => {
     expect(parseJson('[-9223372036854775808,12345678901234567.5]', 10)).toEqual([-9223372036854775808n, JSON.parse('12345678901234567.5')]);
   });
 });
+
+describe('malformed values from a client', () => {
+  it.each<[string, unknown, RegExp]>([
+    ['an object holding a BigInt', [{ v: 12345678901234567890n }, 1], /element 0 must be a number, got \{"v":12345678901234567890\}/],
+    ['an object without a prototype', [Object.create(null) as object, 1], /element 0 must be a number, got \{\}/],
+    ['a megabyte string', ['x'.repeat(1 << 20), 1], /element 0 must be a number, got "x{63}\.\.\.$/],
+  ])('a JSON data element that is %s is INVALID_ARGUMENT', (_what, data, message) => {
+    let err: unknown;
+    try {
+      decodeJsonData('FP32', [2], data, 'input X');
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(TritonError);
+    expect((err as TritonError).code).toBe('INVALID_ARGUMENT');
+    expect((err as TritonError).message).toMatch(message);
+  });
+
+  it('parseJson keeps a __proto__ key as an own entry on both paths, as JSON.parse does', () => {
+    for (const text of ['{"__proto__":{"x":1},"a":1}', '{"__proto__":{"x":1},"a":12345678901234567890}']) {
+      const v = parseJson(text, 10) as Record<string, unknown>;
+      expect(Object.getPrototypeOf(v)).toBe(Object.prototype);
+      expect(Object.keys(v)).toEqual(['__proto__', 'a']);
+      expect((v as { x?: number }).x).toBeUndefined();
+    }
+  });
+});
