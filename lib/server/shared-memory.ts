@@ -31,7 +31,8 @@ interface Region extends RegionStatus {
  * object's file, so no native mapping is needed.
  *
  * Registering gives a client read and write access to a shared-memory object of the server's machine, so
- * it is off unless the server allows it (`allowSharedMemory`).
+ * it is off unless the server allows it (`allowSharedMemory`), and it reaches only shared-memory objects:
+ * regular files directly in the shared-memory directory, never a file a symbolic link there points to.
  */
 export class SharedMemoryManager {
   private readonly regions = new Map<string, Region>();
@@ -41,23 +42,22 @@ export class SharedMemoryManager {
     private readonly dir = SHM_DIR,
   ) {}
 
+  /**
+   * Registers bytes `offset` .. `offset + byteSize` of the object `key` as region `name`. Only a regular file
+   * directly in the shared-memory directory is opened, never through a symbolic link (see `openObject`).
+   */
   register(name: string, key: string, offset: number, byteSize: number): void {
     if (!this.allowed) {
       throw new TritonError('UNSUPPORTED', 'Client shared memory is disabled. Start the server with allowSharedMemory: true (TSTRITON_ALLOW_SHARED_MEMORY=true) to enable.');
     }
     if (!name) throw invalid("the shared memory region needs a 'name'");
-    if (typeof key !== 'string' || key === '' || key.replace(/^\/+/, '').includes('/') || key.replace(/^\/+/, '') === '..' || key.replace(/^\/+/, '') === '.') {
+    const file = objectName(key);
+    if (file === undefined) {
       throw invalid(`invalid shared memory key ${JSON.stringify(key)}: expected a POSIX shared memory name such as '/input_data'`);
     }
     if (!isSize(offset) || !isSize(byteSize)) throw invalid(`shared memory region '${name}': 'offset' and 'byte_size' must be non-negative integers`);
     if (this.regions.has(name)) throw new TritonError('ALREADY_EXISTS', `shared memory region '${name}' already in manager`);
-    let fd: number;
-    try {
-      fd = fs.openSync(path.join(this.dir, key.replace(/^\/+/, '')), 'r+');
-    } catch (err) {
-      throw new TritonError('INTERNAL', `Unable to open shared memory region: '${key}'`, { cause: err });
-    }
-    const size = fs.fstatSync(fd).size;
+    const { fd, size } = openObject(this.dir, file, key);
     if (offset + byteSize > size) {
       fs.closeSync(fd);
       throw invalid(`shared memory region '${name}': offset ${offset} + byte_size ${byteSize} is beyond the end of '${key}' (${size} bytes)`);
@@ -141,6 +141,48 @@ export function shmTargetOf(region: unknown, byteSize: unknown, offset: unknown,
   if (size === undefined) throw invalid(`${what}: 'shared_memory_byte_size' must be given with 'shared_memory_region'`);
   if (!isSize(size) || !isSize(off)) throw invalid(`${what}: 'shared_memory_byte_size' and 'shared_memory_offset' must be non-negative integers`);
   return { region, offset: off, byteSize: size };
+}
+
+/**
+ * The object's file name in the shared-memory directory, as glibc's `shm_open` derives it from a key (leading
+ * slashes dropped); undefined for a key that names no object there: empty, `.`, `..`, another slash, a NUL.
+ */
+function objectName(key: unknown): string | undefined {
+  if (typeof key !== 'string') return undefined;
+  const file = key.replace(/^\/+/, '');
+  if (file === '' || file === '.' || file === '..' || file.includes('/') || file.includes('\0')) return undefined;
+  return file;
+}
+
+/**
+ * Read-write, not following a symbolic link in the last component (as glibc's `shm_open`, which answers
+ * ELOOP), and without blocking: opening a FIFO must not wait for a peer before the type check below refuses it.
+ */
+const OPEN_FLAGS = fs.constants.O_RDWR | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK;
+
+/**
+ * Opens the shared-memory object `file` of `dir` (named `key` by the client) and returns its descriptor and
+ * size. A client names the object, so the server must open nothing else: no link is followed, and the type is
+ * checked on the opened descriptor, not on the path, so the file cannot be swapped between check and open.
+ */
+function openObject(dir: string, file: string, key: string): { fd: number; size: number } {
+  const refuse = (what: string) => invalid(`Unable to open shared memory region: '${key}' is ${what}; expected a shared memory object (a regular file in ${dir})`);
+  let fd: number;
+  try {
+    fd = fs.openSync(path.join(dir, file), OPEN_FLAGS);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP') throw refuse('a symbolic link');
+    if (code === 'EISDIR') throw refuse('a directory');
+    if (code === 'ENXIO') throw refuse('a socket or a device');
+    throw new TritonError('INTERNAL', `Unable to open shared memory region: '${key}'`, { cause: err });
+  }
+  const stat = fs.fstatSync(fd);
+  if (!stat.isFile()) {
+    fs.closeSync(fd);
+    throw refuse(stat.isFIFO() ? 'a FIFO' : stat.isDirectory() ? 'a directory' : 'not a regular file');
+  }
+  return { fd, size: stat.size };
 }
 
 function toInt(v: unknown): number {

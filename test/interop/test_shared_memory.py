@@ -134,6 +134,41 @@ def test_register_errors(shm_server, regions, protocol):
 
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_register_refuses_a_symbolic_link(shm_server, tmp_path, protocol):
+    """A key whose /dev/shm entry links to another file is refused, as glibc's shm_open refuses it (ELOOP): the
+    file it points to is neither read into an inference nor overwritten by an output."""
+    module, client = client_for(protocol, shm_server)
+    target = tmp_path / "secret"
+    original = np.arange(N, dtype=np.float32).tobytes()
+    target.write_bytes(original)
+    key = f"/tstriton_link_{protocol}_{uuid.uuid4().hex[:8]}"
+    link = "/dev/shm" + key
+    region = f"link_{protocol}"
+    os.symlink(target, link)
+    try:
+        with pytest.raises(InferenceServerException) as info:
+            client.register_system_shared_memory(region, key, BYTES)
+        assert f"Unable to open shared memory region: '{key}' is a symbolic link" in info.value.message()
+        assert info.value.status() == ("400" if protocol == "http" else "StatusCode.INVALID_ARGUMENT")
+        status = client.get_system_shared_memory_status()
+        names = [r["name"] for r in status] if protocol == "http" else list(status.regions)
+        assert region not in names
+
+        # An inference that names the region finds none: nothing is read from, or written to, the target.
+        a = module.InferInput("a", [1, N], "FP32")
+        a.set_shared_memory(region, BYTES)
+        b = module.InferInput("b", [1, N], "FP32")
+        b.set_data_from_numpy(np.ones((1, N), dtype=np.float32))
+        add = module.InferRequestedOutput("add")
+        add.set_shared_memory(region, BYTES)
+        with pytest.raises(InferenceServerException, match=f"Unable to find system shared memory region: '{region}'"):
+            client.infer("add_sub", [a, b], outputs=[add])
+        assert target.read_bytes() == original
+    finally:
+        os.unlink(link)
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_off_by_default(server, protocol):
     _, client = client_for(protocol, server)
     meta = client.get_server_metadata()
