@@ -29,6 +29,12 @@ export interface Instance {
   readonly device: Device;
   /** False while the instance cannot take work (starting, or restarting after a crash). */
   readonly healthy: boolean;
+  /**
+   * True while an unhealthy instance is coming back by itself (a worker restarting at once after a crash):
+   * requests keep queuing for it and its model stays ready. False or absent otherwise, and once it gives up
+   * (backing off after repeated failures, failed for good, closed).
+   */
+  readonly recovering?: boolean;
   /** Executions it may run at once; 1 (one batch at a time) when absent. */
   readonly maxConcurrency?: number;
   /**
@@ -50,6 +56,11 @@ export interface Instance {
    * function. Instances whose health never changes after start may omit it.
    */
   onHealthChange?(listener: (event: HealthEvent) => void): () => void;
+}
+
+/** True while `instance` takes work, or is coming back by itself to take it (see `Instance.recovering`). */
+export function inService(instance: Instance): boolean {
+  return instance.healthy || instance.recovering === true;
 }
 
 /** A change of an instance's health, or a failed attempt to restore it. */

@@ -69,6 +69,14 @@ export class WorkerInstance implements Instance {
     return this.state === 'ready';
   }
 
+  /**
+   * True while a new worker starts at once after a crash (the first failure since a batch succeeded): batches
+   * given meanwhile wait for it. False while it backs off after repeated failures, and once it failed for good.
+   */
+  get recovering(): boolean {
+    return this.state === 'restarting' && this.failures <= 1;
+  }
+
   /** Spawns the worker and resolves once it has built its callable and run `initialize(context)`. */
   async start(context: InstanceContext): Promise<void> {
     if (this.state !== 'new') throw new TritonError('INTERNAL', `instance ${this.name}: start() called twice`);

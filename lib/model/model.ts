@@ -6,7 +6,7 @@ import { buildModelConfigJson, type ModelConfigJson, type ModelDescription } fro
 import type { NamedTensorSpec } from '../config/tensor-spec';
 import type { ModelConfig } from '../config/model-config';
 import { TritonError, UnrecoverableError } from '../errors';
-import type { Instance } from '../instances/instance';
+import { inService, type HealthEvent, type Instance } from '../instances/instance';
 import { Scheduler, type EnqueueOptions, type Scheduled } from '../scheduler/scheduler';
 import type { TensorData } from '../tensor/dtype';
 import { checkData, elementCount, tensor, type Tensor } from '../tensor/tensor';
@@ -191,6 +191,8 @@ export class Model {
   private released = 0;
   /** Called when the last live request ends (an unload waits for it). */
   private drained: (() => void) | undefined;
+  /** The latest instance failure, for the error of requests that no instance is left to run. */
+  private lastFailure: HealthEvent | undefined;
 
   constructor(init: ModelInit) {
     this.bls = init.bls;
@@ -229,11 +231,13 @@ export class Model {
         onExecution: (record) => {
           this.statistics.recordExecution(record);
         },
+        outOfService: () => this.outOfService(),
       },
     );
     for (const instance of init.instances) {
       instance.onHealthChange?.((event) => {
-        if (event.healthy) this.scheduler.wake();
+        if (!event.healthy) this.lastFailure = event;
+        this.scheduler.wake();
       });
     }
     const description: ModelDescription = {
@@ -259,9 +263,25 @@ export class Model {
     };
   }
 
-  /** Ready: loaded, not stopping, and every instance healthy (a restarting worker makes it not ready). */
+  /**
+   * Ready: loaded, not stopping, and every instance healthy or coming back by itself. A worker restarting at
+   * once after a crash keeps the model ready (requests queue for it); one backing off after repeated failures,
+   * or failed for good, makes it not ready.
+   */
   get ready(): boolean {
-    return this.state === 'READY' && this.instances.every((i) => i.healthy);
+    return this.state === 'READY' && this.instances.every(inService);
+  }
+
+  /** Why requests already queued fail when no instance is left in service. */
+  private outOfService(): TritonError {
+    const failure = this.lastFailure;
+    let why = '';
+    if (failure?.cause) {
+      why = failure.retryInMs
+        ? `: instance ${failure.instance} keeps failing and waits ${failure.retryInMs} ms before it restarts again (last failure: ${failure.cause.message})`
+        : `: instance ${failure.instance} failed and does not restart (${failure.cause.message})`;
+    }
+    return new TritonError('MODEL_NOT_READY', `Request for unavailable model: '${this.name}' is not ready${why}`);
   }
 
   /** Starts every instance, runs the warmup, and turns the model READY; a failure leaves it UNAVAILABLE. */

@@ -1,6 +1,6 @@
 import { TritonError, toTritonError } from '../errors';
 import { NEVER_ABORTED, type Request, type Response, type StreamItem } from '../callable';
-import type { Instance } from '../instances/instance';
+import { inService, type Instance } from '../instances/instance';
 import { BatchNotStarted } from '../instances/instance-errors';
 import { PriorityQueue, type QueuePolicyOptions, type Pending } from './priority-queue';
 import { ResponseStream } from './response-stream';
@@ -70,6 +70,8 @@ export interface SchedulerHooks {
   onExecution?(record: ExecutionRecord): void;
   /** Called when a queued request leaves the queue without running (timeout, cancel, forced stop). */
   onDropped?(reason: 'REJECTED' | 'CANCELED' | 'OTHER'): void;
+  /** The error queued requests fail with once no instance is in service: none healthy, none coming back. */
+  outOfService?(): TritonError;
 }
 
 /** Turns one request's raw response into the value the caller receives; throws to fail that request only. */
@@ -176,7 +178,7 @@ export class Scheduler<T = Response> {
     return new Promise((resolve) => this.drainWaiters.push(resolve));
   }
 
-  /** Fails every queued request (used by a forced stop). */
+  /** Fails every queued request (a forced stop, or no instance left in service). */
   rejectAll(err: TritonError): void {
     for (const p of this.queue.removeAll()) {
       this.hooks.onDropped?.('OTHER');
@@ -185,7 +187,10 @@ export class Scheduler<T = Response> {
     this.notifyDrained();
   }
 
-  /** Offers the scheduler an instance that became available again (e.g. after a restart). */
+  /**
+   * Tells the scheduler an instance's health changed. One that is back takes queued work; while one restarts
+   * after a crash, requests keep waiting for it; once no instance is in service, what is queued fails.
+   */
   wake(): void {
     this.schedule();
   }
@@ -202,6 +207,8 @@ export class Scheduler<T = Response> {
       if (instance) {
         if (this.shouldWait()) return;
       } else {
+        // No instance is free. With none coming back either, nothing would ever take the queue.
+        if (!this.instances.some(inService)) return this.failQueued();
         // Every instance is busy. A batch that waiting cannot grow may queue inside an instance that prefetches.
         if (!this.nextBatchIsFull()) return;
         instance = this.freeInstance(true);
@@ -212,6 +219,11 @@ export class Scheduler<T = Response> {
       this.running.set(instance, (this.running.get(instance) ?? 0) + 1);
       this.run(instance, batch, this.nextSeq++);
     }
+  }
+
+  /** Fails every queued request: no instance is left to run it. */
+  private failQueued(): void {
+    this.rejectAll(this.hooks.outOfService?.() ?? new TritonError('UNAVAILABLE', 'no instance can run the request: every instance failed and none is restarting'));
   }
 
   /** A healthy instance with room for one more execution (or, with `prefetch`, one more waiting batch), preferring the least busy. */

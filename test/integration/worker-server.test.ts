@@ -1,8 +1,9 @@
 import * as path from 'node:path';
-import { Triton, workers, type TritonConfigInit } from '../../lib';
+import { Triton, workers, type HealthEvent, type Model, type TritonConfigInit } from '../../lib';
 import { ModelClient } from 'tstriton/client';
 
 const ECHO = path.join(__dirname, '../fixtures/workers/echo-model.js');
+const HELD_RESTART = path.join(__dirname, '../fixtures/workers/held-restart-model.js');
 
 /** A running server with `seen`: the echo worker, whose `seen` output describes the array the worker received. */
 async function seenServer(transport: TritonConfigInit): Promise<Triton> {
@@ -162,5 +163,150 @@ describe('worker instances behind a real server', () => {
       client?.close();
       await big.stop();
     }
+  });
+});
+
+/** Values of the held-restart fixture's gate: what a worker that starts does. */
+const GATE = { open: 0, held: 1, fail: 2 } as const;
+
+/**
+ * Resolves once `model.infer` has been called `n` more times. The model decides there, synchronously, whether
+ * it takes a request (its readiness check) and queues it: past this point, every one of them is queued or refused.
+ */
+function arrivals(model: Model, n: number): Promise<void> {
+  const infer = model.infer.bind(model);
+  return new Promise((resolve) => {
+    let seen = 0;
+    jest.spyOn(model, 'infer').mockImplementation((request) => {
+      const result = infer(request);
+      if (++seen === n) resolve();
+      return result;
+    });
+  });
+}
+
+describe('a worker instance restarting after a crash', () => {
+  let triton: Triton;
+  let gate: Int32Array;
+  let base: string;
+  const N = 4;
+
+  const setGate = (value: number) => {
+    Atomics.store(gate, 0, value);
+    Atomics.notify(gate, 0);
+  };
+
+  beforeEach(async () => {
+    gate = new Int32Array(new SharedArrayBuffer(4));
+    triton = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' });
+    triton.bind({
+      modelName: 'solo',
+      // A second failure in a row backs off for longer than any test runs.
+      inferFunc: workers({ module: HELD_RESTART, devices: ['cpu'], data: { gate: gate.buffer }, options: { restartDelayMs: 60_000, maxRestartDelayMs: 60_000 } }),
+      inputs: [{ name: 'x', dtype: 'FP32', shape: [-1] }],
+      outputs: [
+        { name: 'y', dtype: 'FP32', shape: [-1] },
+        { name: 'thread', dtype: 'INT32', shape: [1] },
+      ],
+      config: { batching: false },
+    });
+    await triton.run();
+    base = `http://127.0.0.1:${triton.ports.http}`;
+  });
+
+  afterEach(async () => {
+    setGate(GATE.open);
+    jest.restoreAllMocks();
+    await triton.stop();
+  });
+
+  const send = (x: number[], action?: string) =>
+    fetch(`${base}/v2/models/solo/infer`, {
+      method: 'POST',
+      body: JSON.stringify({ parameters: action ? { action } : undefined, inputs: [{ name: 'x', datatype: 'FP32', shape: [x.length], data: x }] }),
+    });
+
+  type Outputs = { outputs?: { name: string; data: number[] }[]; error?: string };
+  const threadOf = (body: Outputs) => body.outputs!.find((o) => o.name === 'thread')!.data[0];
+
+  /**
+   * Crashes the only worker with its restart held at the gate, and sends `N` requests the moment the crash is
+   * observed (its health event); resolves once the model has taken or refused each, with what the model and
+   * the instance said at the crash and the requests' responses to come.
+   */
+  async function crashAndSend(model: Model): Promise<{ ready: boolean; healthy: boolean; recovering: boolean | undefined; responses: Promise<Response[]> }> {
+    const instance = model.instances[0]!;
+    setGate(GATE.held);
+    const observed = new Promise<{ ready: boolean; healthy: boolean; recovering: boolean | undefined; arrived: Promise<void>; responses: Promise<Response[]> }>((resolve) => {
+      const off = instance.onHealthChange!((e) => {
+        if (e.healthy) return;
+        off();
+        const arrived = arrivals(model, N);
+        const responses = Promise.all(Array.from({ length: N }, (_, i) => send([i, i + 1, i + 2])));
+        resolve({ ready: model.ready, healthy: instance.healthy, recovering: instance.recovering, arrived, responses });
+      });
+    });
+    const crashed = await send([0], 'exit');
+    expect(crashed.status).toBe(500);
+    expect(((await crashed.json()) as Outputs).error).toMatch(/^instance solo_0: the worker thread exited with code 1; the batch it was running failed and the worker is restarting$/);
+    const { arrived, ...seen } = await observed;
+    await arrived;
+    return seen;
+  }
+
+  it('queues requests that arrive while the only worker restarts, stays ready, and runs them on the new worker', async () => {
+    const model = triton.repository.get('solo');
+    const instance = model.instances[0]!;
+    const first = await send([1]);
+    expect(first.status).toBe(200);
+    const crashedThread = threadOf((await first.json()) as Outputs);
+
+    const during = await crashAndSend(model);
+    expect({ ready: during.ready, healthy: during.healthy, recovering: during.recovering }).toEqual({ ready: true, healthy: false, recovering: true });
+    // The restart is still held: every request waits in the queue, and the model answers that it is ready.
+    expect(instance.healthy).toBe(false);
+    expect(model.scheduler.pendingCount).toBe(N);
+    expect((await fetch(`${base}/v2/models/solo/ready`)).status).toBe(200);
+    expect((await fetch(`${base}/v2/health/ready`)).status).toBe(200);
+
+    setGate(GATE.open);
+    const responses = await during.responses;
+    expect(responses.map((r) => r.status)).toEqual(Array(N).fill(200));
+    const bodies = (await Promise.all(responses.map((r) => r.json()))) as Outputs[];
+    expect(bodies.map((b) => b.outputs!.find((o) => o.name === 'y')!.data)).toEqual(Array.from({ length: N }, (_, i) => [2 * i, 2 * i + 2, 2 * i + 4]));
+    for (const b of bodies) expect(threadOf(b)).not.toBe(crashedThread);
+    expect(instance.healthy).toBe(true);
+    expect(model.statistics.failures.BACKEND).toBe(1);
+  });
+
+  it('fails the queued requests and turns the model not ready once the restart fails and the worker backs off', async () => {
+    const model = triton.repository.get('solo');
+    const instance = model.instances[0]!;
+    const during = await crashAndSend(model);
+    expect(during.ready).toBe(true);
+    expect(model.scheduler.pendingCount).toBe(N);
+
+    const backingOff = new Promise<HealthEvent>((resolve) => {
+      instance.onHealthChange!((e) => {
+        if (e.retryInMs) resolve(e);
+      });
+    });
+    setGate(GATE.fail);
+    expect((await backingOff).retryInMs).toBe(60_000);
+    expect(model.ready).toBe(false);
+    expect(instance.recovering).toBe(false);
+    expect(model.scheduler.pendingCount).toBe(0);
+    const responses = await during.responses;
+    expect(responses.map((r) => r.status)).toEqual(Array(N).fill(400));
+    for (const r of responses) {
+      expect(((await r.json()) as Outputs).error).toBe(
+        "Request for unavailable model: 'solo' is not ready: instance solo_0 keeps failing and waits 60000 ms before it restarts again (last failure: instance solo_0 failed to start: the device is gone)",
+      );
+    }
+    // New requests are refused while it backs off.
+    expect((await fetch(`${base}/v2/models/solo/ready`)).status).toBe(400);
+    const refused = await send([1]);
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as Outputs).error).toBe("Request for unavailable model: 'solo' is not ready");
   });
 });

@@ -111,10 +111,13 @@ describe('worker instances', () => {
     expect((err as TritonError).message).toMatch(reason);
     expect((err as TritonError).message).toMatch(/the worker is restarting$/);
     expect(instance.healthy).toBe(false);
+    // Restarting at once, the instance is coming back: its model stays ready and requests queue for it.
+    expect(instance.recovering).toBe(true);
 
     // A batch given while the worker restarts waits for it rather than failing.
     const [after] = await instance.execute([req()]);
     expect(instance.healthy).toBe(true);
+    expect(instance.recovering).toBe(false);
     expect(threadOf(after!)).not.toBe(before);
     expect(events.map((e) => [e.healthy, e.retryInMs])).toEqual([
       [false, 0],
@@ -286,14 +289,18 @@ describe('worker restarts', () => {
     });
     env.TSTRITON_FIXTURE_FAIL_START = 'disk full';
     await expect(instance.execute([act('exit')])).rejects.toThrow(/instance m_0: the worker thread exited with code 2/);
+    let recoveringInBackoff: boolean | undefined;
     const duringBackoff = new Promise<unknown>((resolve) => {
       const off = instance.onHealthChange((e) => {
         if (e.retryInMs !== 20) return;
         off();
+        recoveringInBackoff = instance.recovering;
         resolve(instance.execute([req()]).catch((err: unknown) => err));
       });
     });
     const rejected = await duringBackoff;
+    // Backing off after repeated failures, it has given up for now: its model turns not ready.
+    expect(recoveringInBackoff).toBe(false);
     expect(rejected).toBeInstanceOf(TritonError);
     expect((rejected as TritonError).code).toBe('UNAVAILABLE');
     expect((rejected as TritonError).message).toMatch(/^instance m_0 is restarting its worker after 2 consecutive failures \(last: instance m_0 failed to start: cannot open the model \(disk full\)\); next attempt in \d+ ms$/);
@@ -317,6 +324,7 @@ describe('worker restarts', () => {
     await failed;
     await expect(instance.execute([req()])).rejects.toBeInstanceOf(UnrecoverableError);
     expect(instance.healthy).toBe(false);
+    expect(instance.recovering).toBe(false);
   });
 });
 

@@ -1,4 +1,5 @@
 import type { Request, Response } from '../../../lib/callable';
+import { TritonError } from '../../../lib/errors';
 import type { Instance } from '../../../lib/instances/instance';
 import { BatchNotStarted } from '../../../lib/instances/instance-errors';
 import { Scheduler, type SchedulerOptions } from '../../../lib/scheduler/scheduler';
@@ -6,7 +7,9 @@ import { Scheduler, type SchedulerOptions } from '../../../lib/scheduler/schedul
 /** An instance whose executions finish when the test says so, recording each batch's request ids. */
 class GatedInstance implements Instance {
   readonly device = { kind: 'cpu' as const, id: 0 };
-  readonly healthy = true;
+  /** Set by tests that take the instance out of service, as a worker's crash and restart do. */
+  healthy = true;
+  recovering = false;
   async start(): Promise<void> {}
   readonly batches: string[][] = [];
   private gates: (() => void)[] = [];
@@ -230,6 +233,83 @@ describe('Scheduler', () => {
       inst.release(); // 'c'
       expect((await b).value.id!.data).toEqual(['b']);
       expect((await c).value.id!.data).toEqual(['c']);
+    });
+  });
+
+  describe('instances out of service', () => {
+    const gaveUp = { outOfService: () => new TritonError('MODEL_NOT_READY', 'the instance gave up') };
+    const down = (inst: GatedInstance, recovering: boolean) => {
+      inst.healthy = false;
+      inst.recovering = recovering;
+    };
+
+    it('keeps requests queued while the only instance restarts after a crash, and runs them once it is back', async () => {
+      const inst = new GatedInstance('w');
+      down(inst, true);
+      const s = new Scheduler([inst], options(), undefined, gaveUp);
+      const p = [s.enqueue(req('a'), 1, 'k'), s.enqueue(req('b'), 1, 'k')];
+      // A health change that leaves it restarting changes nothing.
+      s.wake();
+      await tick();
+      expect(inst.batches).toEqual([]);
+      expect(s.pendingCount).toBe(2);
+      inst.healthy = true;
+      inst.recovering = false;
+      s.wake();
+      expect(inst.batches).toEqual([['a', 'b']]);
+      inst.release();
+      expect((await Promise.all(p)).map((r) => (r.value.id!.data as string[])[0])).toEqual(['a', 'b']);
+    });
+
+    it('fails what is queued once no instance is healthy or coming back, with the error the hook gives', async () => {
+      const inst = new GatedInstance('w');
+      down(inst, true);
+      const s = new Scheduler([inst], options(), undefined, gaveUp);
+      const p = [s.enqueue(req('a'), 1, 'k'), s.enqueue(req('b'), 1, 'k')];
+      inst.recovering = false;
+      s.wake();
+      for (const r of p) await expect(r).rejects.toMatchObject({ code: 'MODEL_NOT_READY', message: 'the instance gave up' });
+      expect(s.outstanding).toBe(0);
+      await s.drained();
+
+      // Without the hook: UNAVAILABLE, saying why.
+      const bare = new Scheduler([inst], options());
+      await expect(bare.enqueue(req('c'), 1, 'k')).rejects.toMatchObject({
+        code: 'UNAVAILABLE',
+        message: 'no instance can run the request: every instance failed and none is restarting',
+      });
+    });
+
+    it('keeps requests queued for a busy healthy instance while another one is out of service', async () => {
+      const busy = new GatedInstance('a');
+      const gone = new GatedInstance('b');
+      down(gone, false);
+      const s = new Scheduler([busy, gone], options({ maxBatchSize: 0, dynamicBatching: false }), undefined, gaveUp);
+      const first = s.enqueue(req('1'), 1, 'k');
+      const second = s.enqueue(req('2'), 1, 'k');
+      s.wake();
+      expect(s.pendingCount).toBe(1);
+      busy.release();
+      await tick();
+      expect(busy.batches).toEqual([['1'], ['2']]);
+      busy.release();
+      await expect(Promise.all([first, second])).resolves.toHaveLength(2);
+      expect(gone.batches).toEqual([]);
+    });
+
+    it('fails a batch handed back unstarted when its instance has given up meanwhile', async () => {
+      const inst = new PrefetchingInstance('w');
+      const s = new Scheduler([inst], options({ maxBatchSize: 0, dynamicBatching: false }), undefined, gaveUp);
+      const a = s.enqueue(req('a'), 1, 'k');
+      const b = s.enqueue(req('b'), 1, 'k');
+      expect(inst.batches).toEqual([['a'], ['b']]);
+      // A worker announces its state before it fails its batches: 'b' comes back to a queue no instance takes.
+      down(inst, false);
+      s.wake();
+      inst.crash();
+      await expect(a).rejects.toThrow('worker crashed');
+      await expect(b).rejects.toMatchObject({ code: 'MODEL_NOT_READY', message: 'the instance gave up' });
+      expect(s.outstanding).toBe(0);
     });
   });
 });
