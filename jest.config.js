@@ -18,5 +18,6 @@ module.exports = {
   projects: [
     { ...shared, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     { ...shared, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.test.ts'] },
+    { ...shared, displayName: 'robustness', testMatch: ['<rootDir>/test/robustness/**/*.test.ts'] },
   ],
 };

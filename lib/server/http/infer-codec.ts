@@ -1,3 +1,4 @@
+import { constants as bufferConstants } from 'node:buffer';
 import type { Cancellation } from '../../cancellation';
 import { TritonError } from '../../errors';
 import type { InferenceRequest, InferenceResponse, NamedTensor } from '../../model/inference';
@@ -52,6 +53,13 @@ export function decodeHttpInfer(
   const jsonLength = headerLength ?? body.length;
   if (jsonLength < 0 || jsonLength > body.length) {
     throw invalid(`inference header size should be in range (0, ${body.length}), got: ${jsonLength}`);
+  }
+  if (jsonLength > MAX_STRING_LENGTH) {
+    // Beyond this, decoding the header to text throws a RangeError (a server fault) before the parser sees it.
+    throw new TritonError(
+      'PAYLOAD_TOO_LARGE',
+      `the inference request JSON of ${jsonLength} bytes exceeds the ${MAX_STRING_LENGTH} characters a JSON header can hold; send tensor data with the binary data extension`,
+    );
   }
   const header = parseJson(body.toString('utf8', 0, jsonLength), maxDepth);
   if (!isObject(header)) throw invalid(`the inference request JSON must be an object, got ${describeValue(header)}`);
@@ -210,6 +218,8 @@ export function encodeHttpInfer(response: InferenceResponse, decoded: DecodedHtt
 
 const NO_PARAMETERS: Readonly<Record<string, unknown>> = Object.freeze({});
 
+/** The longest string V8 makes, in UTF-16 code units; a UTF-8 header never decodes to more characters than bytes. */
+const MAX_STRING_LENGTH = bufferConstants.MAX_STRING_LENGTH;
 
 /** How output `name` goes back as the request named it; undefined when it did not (the request's default). */
 function formatFor(decoded: DecodedHttpInfer, name: string): OutputFormat | undefined {

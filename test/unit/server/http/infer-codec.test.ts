@@ -1,3 +1,4 @@
+import { constants } from 'node:buffer';
 import { Cancellation } from '../../../../lib/cancellation';
 import { TritonError } from '../../../../lib/errors';
 import type { Model } from '../../../../lib/model/model';
@@ -109,6 +110,16 @@ describe('decodeHttpInfer with binary data refuses sizes the body does not hold'
     expect(err).toBeInstanceOf(TritonError);
     expect(err.code).toBe('INVALID_ARGUMENT');
     expect(err.message).toMatch(message);
+  });
+
+  it('refuses a JSON header longer than the longest string as PAYLOAD_TOO_LARGE (400), not a RangeError', () => {
+    // Uninitialised memory: the pages are never touched, the header is refused before it is decoded.
+    const huge = Buffer.allocUnsafeSlow(constants.MAX_STRING_LENGTH + 1);
+    const err = errorOf(() => decode(huge));
+    expect(err).toBeInstanceOf(TritonError);
+    expect(err.code).toBe('PAYLOAD_TOO_LARGE');
+    expect(err.httpStatus).toBe(400);
+    expect(err.message).toMatch(/exceeds the \d+ characters a JSON header can hold/);
   });
 
   it('refuses a raw binary body (header length 0) that does not fit the input', () => {
