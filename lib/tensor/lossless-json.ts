@@ -18,10 +18,23 @@ export function parseJson(text: string, maxDepth: number): unknown {
       throw new TritonError('INVALID_ARGUMENT', `failed to parse the request JSON buffer: ${(err as Error).message}`);
     }
     // Every level opens a bracket and closes it: a text this short cannot nest deeper than the limit.
-    if (text.length > 2 * maxDepth) checkDepth(value, maxDepth);
+    if (text.length > 2 * maxDepth) withinStack(() => checkDepth(value, maxDepth));
     return value;
   }
-  return new Parser(text, maxDepth).parseDocument();
+  return withinStack(() => new Parser(text, maxDepth).parseDocument());
+}
+
+/**
+ * Runs a recursive walk, turning a stack overflow into INVALID_ARGUMENT: with a large configured `jsonMaxDepth`,
+ * a document can nest deeper than the stack goes before the limit is reached.
+ */
+function withinStack<T>(walk: () => T): T {
+  try {
+    return walk();
+  } catch (err) {
+    if (err instanceof RangeError) throw new TritonError('INVALID_ARGUMENT', 'failed to parse the request JSON buffer: nesting too deep to parse');
+    throw err;
+  }
 }
 
 function checkDepth(value: unknown, maxDepth: number, depth = 1): void {

@@ -1,7 +1,8 @@
 import * as http2 from 'node:http2';
 import { gzipSync } from 'node:zlib';
 import * as grpc from '@grpc/grpc-js';
-import type { InferParameterMessage, ModelInferRequestMessage } from '../../lib/server/grpc/messages';
+import type { InferParameterMessage, ModelInferRequestMessage, ModelStreamInferResponseMessage } from '../../lib/server/grpc/messages';
+import { loadProtos } from '../../lib/server/grpc/protos';
 import { INFER_METHOD, INFER_PATH, Rng, expectGrpcServes, preview, rawModelInfer, startServer, suiteSeed, type ChildServer } from './helpers';
 
 // ModelInfer calls whose message is arbitrary bytes (a passthrough serializer): mutated valid encodings, truncated
@@ -291,6 +292,50 @@ describe('gRPC fuzz', () => {
     expect(codes.get(grpc.status.INVALID_ARGUMENT) ?? 0).toBeGreaterThan(CASES / 2);
   });
 
+});
+
+describe('gRPC fuzz: ModelStreamInfer', () => {
+  const STREAM_METHOD = loadProtos('number').inference.ModelStreamInfer as grpc.MethodDefinition<ModelInferRequestMessage, ModelStreamInferResponseMessage>;
+  const STREAMS = 40;
+
+  /** Writes `messages` on one stream and half-closes; resolves with the responses and the final status. */
+  function stream(cl: grpc.Client, messages: readonly Buffer[]): Promise<{ responses: ModelStreamInferResponseMessage[]; code: number; details: string }> {
+    return new Promise((resolve) => {
+      const call = cl.makeBidiStreamRequest<Buffer, Buffer>(STREAM_METHOD.path, (b) => b, (b) => b);
+      const responses: ModelStreamInferResponseMessage[] = [];
+      let code: number = grpc.status.OK;
+      let details = '';
+      call.on('data', (b: Buffer) => responses.push(STREAM_METHOD.responseDeserialize(b)));
+      call.on('error', (err: grpc.ServiceError) => {
+        code = err.code;
+        details = err.details;
+      });
+      call.on('status', () => undefined);
+      call.on('close', () => resolve({ responses, code, details }));
+      for (const m of messages) call.write(m);
+      call.end();
+    });
+  }
+
+  it(`ends ${STREAMS} streams of valid and malformed messages with OK or INVALID_ARGUMENT, answering each request it read`, async () => {
+    const seed = SEED + 2;
+    const r = new Rng(seed);
+    for (let i = 0; i < STREAMS; i++) {
+      const cases = Array.from({ length: 1 + r.int(6) }, () => (r.chance(0.5) ? { bytes: INFER_METHOD.requestSerialize(validMessage(r.pick(MODELS), r)), label: 'valid' } : nextCase(r)));
+      const { server: s, client: cl } = await connect();
+      const where = () => `seed ${seed}, stream ${i} (${cases.map((c) => c.label).join(' | ')})`;
+      const answer = await withHangGuard(stream(cl, cases.map((c) => c.bytes)), where);
+      let problem: string | undefined;
+      if (s.exited() !== undefined) problem = 'the server process ended';
+      else if (answer.code !== grpc.status.OK && answer.code !== grpc.status.INVALID_ARGUMENT) problem = `status ${grpc.status[answer.code]}: ${answer.details.slice(0, 300)}`;
+      // Every message before a malformed one is a request, answered once; nothing after it is read.
+      else if (answer.responses.length > cases.length) problem = `${answer.responses.length} responses to ${cases.length} messages`;
+      else if (answer.code === grpc.status.OK && answer.responses.length !== cases.length) problem = `OK after ${answer.responses.length} responses to ${cases.length} messages`;
+      if (problem) throw new Error(`${where()}: ${problem} (server process: ${await s.endAfterFailure()})`);
+    }
+    const { client: cl } = await connect();
+    await withHangGuard(expectGrpcServes(cl, r), () => `seed ${seed}, after the streams: a valid request`);
+  });
 });
 
 /**

@@ -181,6 +181,21 @@ describe('malformed values from a client', () => {
     expect((err as TritonError).message).toMatch(message);
   });
 
+  it('parseJson refuses nesting deeper than the stack as INVALID_ARGUMENT on both paths, whatever the configured limit', () => {
+    const deep = (inner: string) => `${'['.repeat(200_000)}${inner}${']'.repeat(200_000)}`;
+    for (const [text, limit] of [[deep('12345678901234567890'), 1e7], [deep('1'), 150_000]] as const) {
+      let err: unknown;
+      try {
+        parseJson(text, limit);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(TritonError);
+      expect((err as TritonError).code).toBe('INVALID_ARGUMENT');
+      expect((err as TritonError).message).toMatch(/nesting (too deep to parse|deeper than)/);
+    }
+  });
+
   it('parseJson keeps a __proto__ key as an own entry on both paths, as JSON.parse does', () => {
     for (const text of ['{"__proto__":{"x":1},"a":1}', '{"__proto__":{"x":1},"a":12345678901234567890}']) {
       const v = parseJson(text, 10) as Record<string, unknown>;
