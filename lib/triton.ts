@@ -49,6 +49,8 @@ export interface Transport {
   readonly name: string;
   /** Starts listening; resolves with the bound port. */
   start(): Promise<number>;
+  /** Called the moment the server starts stopping, while in-flight work drains (e.g. to close keep-alive connections). */
+  drain?(): void;
   /** Refuses new connections and calls; called once in-flight inference has drained. */
   stopAccepting(): void | Promise<void>;
   /** Ends everything still open; `stop()` awaits it. */
@@ -120,6 +122,7 @@ export class Triton implements ServerCore, AsyncDisposable {
       this.addTransport({
         name: 'http',
         start: () => this.http.listen(this.config.httpPort, this.config.httpAddress),
+        drain: () => this.http.drain(),
         stopAccepting: () => this.http.stopAccepting(),
         forceClose: () => this.http.forceClose(),
       });
@@ -490,6 +493,7 @@ export class Triton implements ServerCore, AsyncDisposable {
     // while the transports stay up for the requests still in flight.
     this.state = 'stopping';
     for (const m of this.repository.all()) m.state = 'UNAVAILABLE';
+    for (const t of this.transports) t.drain?.();
     if (wasRunning) {
       const drained = await this.waitIdle(this.config.exitTimeoutSeconds * 1000);
       if (!drained) {

@@ -16,13 +16,14 @@ export interface ClientTlsOptions {
 
 /** Settings of the transport that `createTransport` makes. */
 export interface TransportOptions {
-  /** TLS settings for `grpcs://` URLs. */
+  /** TLS settings for `https://` and `grpcs://` URLs. */
   tls?: ClientTlsOptions;
 }
 
 /**
  * The transport for a URL: `grpc://host[:port]` (port 8001 by default) speaks gRPC, `grpcs://host[:port]` gRPC
  * over TLS (with `options.tls`), `http://host[:port]` or a bare `host:port` (port 8000 by default) speaks HTTP,
+ * `https://host[:port]` HTTP over TLS,
  * as Triton's defaults.
  */
 export function createTransport(url: string, options: TransportOptions = {}): ClientTransport {
@@ -38,18 +39,24 @@ export function createTransport(url: string, options: TransportOptions = {}): Cl
     const credentials = scheme === 'grpcs' ? grpcTlsCredentials(options.tls ?? {}) : grpc.credentials.createInsecure();
     return new GrpcClientTransport(url, `${parsed.hostname}:${parsed.port || '8001'}`, credentials);
   }
-  if (scheme === 'http') {
+  if (scheme === 'http' || scheme === 'https') {
     if (!parsed.port) parsed.port = '8000';
-    return new HttpClientTransport(url, parsed);
+    if (scheme === 'https') checkClientCertificate(options.tls ?? {});
+    return new HttpClientTransport(url, parsed, options.tls);
   }
-  throw new ClientError('INVALID_ARGUMENT', `unsupported URL scheme '${scheme}' in ${JSON.stringify(url)}: use http://, grpc:// or grpcs://`);
+  throw new ClientError('INVALID_ARGUMENT', `unsupported URL scheme '${scheme}' in ${JSON.stringify(url)}: use http://, https://, grpc:// or grpcs://`);
+}
+
+/** A client certificate comes with its key: either without the other is refused here, by name. */
+function checkClientCertificate(tls: ClientTlsOptions): void {
+  if ((tls.cert === undefined) !== (tls.key === undefined)) {
+    throw new ClientError('INVALID_ARGUMENT', `tls.${tls.cert === undefined ? 'cert' : 'key'} is missing: a client certificate needs both tls.cert and tls.key`);
+  }
 }
 
 /** gRPC channel credentials for TLS; a certificate without its key (or the reverse) is refused here, by name. */
 function grpcTlsCredentials(tls: ClientTlsOptions): grpc.ChannelCredentials {
-  if ((tls.cert === undefined) !== (tls.key === undefined)) {
-    throw new ClientError('INVALID_ARGUMENT', `tls.${tls.cert === undefined ? 'cert' : 'key'} is missing: a client certificate needs both tls.cert and tls.key`);
-  }
+  checkClientCertificate(tls);
   const pem = (v: string | Buffer | undefined): Buffer | null => (v === undefined ? null : Buffer.from(v));
   return grpc.credentials.createSsl(pem(tls.ca), pem(tls.key), pem(tls.cert));
 }

@@ -1,4 +1,6 @@
 import * as http from 'node:http';
+import * as https from 'node:https';
+import type { ClientTlsOptions } from './create-transport';
 import type { ParameterValue } from '../callable';
 import type { ModelConfigJson } from '../config/triton-model-config';
 import { TritonError } from '../errors';
@@ -20,17 +22,21 @@ import type {
   StreamSettings,
 } from './client-transport';
 import { guardedStream, type WireStream } from './guarded-stream';
-import { httpError, httpExchange, type HttpAnswer } from './http-exchange';
+import { httpError, httpExchange, requestFor, type HttpAnswer } from './http-exchange';
 import { serverSentEvents } from './server-sent-events';
 
 /** KServe v2 over HTTP, with every tensor in the binary tensor extension (no JSON numbers on the wire). */
 export class HttpClientTransport implements ClientTransport {
-  private readonly agent = new http.Agent({ keepAlive: true });
+  private readonly agent: http.Agent;
 
+  /** `tls` applies to `https:` URLs: the CA to trust and, for mutual TLS, the client certificate and key. */
   constructor(
     readonly url: string,
     private readonly base: URL,
-  ) {}
+    tls: ClientTlsOptions = {},
+  ) {
+    this.agent = base.protocol === 'https:' ? new https.Agent({ keepAlive: true, ca: tls.ca, cert: tls.cert, key: tls.key }) : new http.Agent({ keepAlive: true });
+  }
 
   async serverReady(settings: CallSettings): Promise<boolean> {
     const answer = await this.get('/v2/health/ready', settings);
@@ -105,7 +111,7 @@ export class HttpClientTransport implements ClientTransport {
   /** Posts the body and reads the answer's SSE events; a status other than 200 fails with the server's message. */
   private openEvents(path: string, body: Buffer, settings: StreamSettings): WireStream<string> {
     const { base } = this;
-    const req = http.request({
+    const req = requestFor(this.base)({
       agent: this.agent,
       protocol: base.protocol,
       hostname: base.hostname.replace(/^\[|\]$/g, ''),

@@ -1,4 +1,5 @@
 import * as http from 'node:http';
+import * as https from 'node:https';
 import { ClientError, abortedError, timeoutError } from './client-error';
 import type { CallSettings } from './client-transport';
 
@@ -48,7 +49,7 @@ export function httpExchange(agent: http.Agent, base: URL, spec: HttpRequestSpec
     for (const chunk of spec.body ?? []) length += chunk.byteLength;
     const headers: http.OutgoingHttpHeaders = { ...settings.headers, ...spec.headers };
     if (spec.method === 'POST') headers['Content-Length'] = length;
-    const req = http.request({
+    const req = requestFor(base)({
       agent,
       protocol: base.protocol,
       hostname: base.hostname.replace(/^\[|\]$/g, ''),
@@ -87,4 +88,9 @@ export function httpError(answer: HttpAnswer): ClientError {
     // Not JSON: keep the body as the message.
   }
   return ClientError.fromHttp(answer.status, message || `HTTP ${answer.status}`);
+}
+
+/** `https.request` for `https:` URLs, `http.request` otherwise. */
+export function requestFor(base: URL): typeof http.request {
+  return base.protocol === 'https:' ? https.request : http.request;
 }

@@ -2,6 +2,7 @@
 export { ModelClient } from './model-client';
 export type { ModelClientOptions, CallOptions, InferOptions, StreamOptions, StreamResponse, WaitOptions } from './model-client';
 export { ClientError } from './client-error';
+export type { ClientTlsOptions } from './create-transport';
 export type { InferInput, InferInputs, InputData } from './infer-inputs';
 export { tensor } from '../tensor/tensor';
 export type { Tensor } from '../tensor/tensor';

@@ -1,8 +1,7 @@
-import type * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Server } from 'node:net';
 
-/** Starts a node:http server on `host:port` (port 0 picks a free one); resolves with the bound port. */
-export function listenOn(server: http.Server, port: number, host: string): Promise<number> {
+/** Starts a server (node:http, node:https) on `host:port` (port 0 picks a free one); resolves with the bound port. */
+export function listenOn(server: Server, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

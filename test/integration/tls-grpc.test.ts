@@ -1,48 +1,26 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Triton, TritonError, tensor, type TritonConfigInit } from 'tstriton';
 import { ClientError, ModelClient, type ModelClientOptions } from 'tstriton/client';
 import { batch } from 'tstriton/decorators';
+import { makeTestCertificates, type TestCertificates } from '../helpers/certificates';
 
 jest.setTimeout(30_000);
 
 // ---- certificates, made with the openssl CLI -----------------------------------------------------
 
+let certificates: TestCertificates;
 let dir: string;
 /** PEM files by name: ca, server, client (signed by ca) and stranger (a client signed by another CA). */
-const files: Record<string, { cert: string; key: string }> = {};
+let files: TestCertificates['files'];
 const pem = (path: string): Buffer => readFileSync(path);
 
-function openssl(...args: string[]): void {
-  execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
-}
-
-function makeCa(name: string): void {
-  openssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2', '-subj', `/CN=tstriton test ${name}`, '-keyout', `${name}.key`, '-out', `${name}.pem`);
-  files[name] = { cert: join(dir, `${name}.pem`), key: join(dir, `${name}.key`) };
-}
-
-function makeLeaf(name: string, ca: string, extensions: string): void {
-  writeFileSync(join(dir, `${name}.ext`), extensions);
-  openssl('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', `/CN=${name}`, '-keyout', `${name}.key`, '-out', `${name}.csr`);
-  openssl('x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.pem`, '-CAkey', `${ca}.key`, '-CAcreateserial', '-days', '2', '-extfile', `${name}.ext`, '-out', `${name}.pem`);
-  files[name] = { cert: join(dir, `${name}.pem`), key: join(dir, `${name}.key`) };
-}
-
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), 'tstriton-tls-grpc-'));
-  makeCa('ca');
-  makeCa('other_ca');
-  makeLeaf('server', 'ca', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
-  makeLeaf('client', 'ca', 'extendedKeyUsage=clientAuth\n');
-  makeLeaf('stranger', 'other_ca', 'extendedKeyUsage=clientAuth\n');
+  certificates = makeTestCertificates('tls-grpc');
+  ({ dir, files } = certificates);
 });
 
-afterAll(() => {
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => certificates?.remove());
 
 // ---- server and clients ---------------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
 import * as http from 'node:http';
+import * as https from 'node:https';
 import type { Socket } from 'node:net';
 import { listenOn } from '../listen';
 import express, { type Express, type NextFunction, type Router } from 'express';
@@ -12,23 +13,32 @@ import { forwardHeaders, headerMatcher } from '../forward-headers';
 import { handleGenerate } from './generate';
 import { decodeHttpInfer, encodeHttpInfer } from './infer-codec';
 import { RestrictedApis, httpApiGroup, httpRestrictedError } from '../restricted-api';
+import { serverTlsMaterial } from '../tls';
+import { answerClientError, decodeSegment, originForm } from './request-target';
 
-/** Model routes: `/v2/models/{m}[/versions/{v}][/{action}]`, matched on the path only, as Triton does. */
 /** `/v2/logging`. */
 const LOGGING_ROUTE = /^\/v2\/logging$/;
 /** `/v2/trace/setting` and `/v2/models/{m}/trace/setting`. */
 const TRACE_ROUTE = /^\/v2(?:\/models\/([^/]+))?\/trace\/setting$/;
+/** Model routes: `/v2/models/{m}[/versions/{v}][/{action}]`, matched on the path only, as Triton does. */
 const MODEL_ROUTE = /^\/v2\/models\/([^/]+)(?:\/versions\/([0-9]+))?(?:\/(infer|generate|generate_stream|ready|config|stats))?$/;
 
 /**
- * The HTTP endpoint. POST `/infer` is handled on node:http directly (it is the hot path); every other route
- * is served by an express app, which stays open for users' own routes through `router`.
+ * How long a draining server keeps idle keep-alive connections open after its last response, so that a
+ * request a client sent on one just then is answered (503, `Connection: close`) rather than reset.
+ */
+const IDLE_LINGER_MS = 100;
+
+/**
+ * The HTTP endpoint (HTTPS with `httpUseSsl`). POST `/infer` is handled on node:http directly (it is the hot
+ * path); every other route is served by an express app, which stays open for users' own routes through
+ * `router`.
  */
 export class HttpServer {
   readonly app: Express;
   /** Mount your own routes here; they are tried before the server's 404. */
   readonly router: Router;
-  private readonly server: http.Server;
+  private readonly server: http.Server | https.Server;
   /** Which request headers become parameters (`httpHeaderForwardPattern`). */
   private readonly forward: ((name: string) => boolean) | undefined;
   /** API groups that need a header (`httpRestrictedApi`). */
@@ -36,14 +46,27 @@ export class HttpServer {
   /** Infer exchanges whose response has not been fully written yet. */
   private active = 0;
   private idleWaiters: (() => void)[] = [];
+  /** Open connections (idle or not). */
+  private connections = 0;
+  /** Set once the server stops: every response closes its connection. */
+  private draining = false;
 
   constructor(private readonly core: ServerCore) {
     this.forward = headerMatcher(core.config.httpHeaderForwardPattern, 'httpHeaderForwardPattern');
     this.restricted = RestrictedApis.parse(core.config.httpRestrictedApi, 'httpRestrictedApi');
     this.router = express.Router();
     this.app = buildApp(core, this.router);
-    this.server = http.createServer({ noDelay: true }, (req, res) => this.handle(req, res));
+    const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => this.handle(req, res);
+    const tls = serverTlsMaterial('http', core.config);
+    this.server = tls
+      ? https.createServer({ noDelay: true, cert: tls.cert, key: tls.key, ...(tls.ca ? { ca: tls.ca } : {}), requestCert: tls.mutual, rejectUnauthorized: tls.mutual }, handler)
+      : http.createServer({ noDelay: true }, handler);
     this.server.keepAliveTimeout = 65_000;
+    this.server.on('clientError', answerClientError);
+    this.server.on('connection', (socket: Socket) => {
+      this.connections++;
+      socket.once('close', () => this.connections--);
+    });
   }
 
   /** Starts listening; resolves with the bound port. */
@@ -52,20 +75,33 @@ export class HttpServer {
   }
 
   /**
-   * Stops accepting connections and closes idle ones; resolves once every infer response in progress has
-   * been written (or `graceMs` has passed).
+   * The server is stopping: from now on every response says `Connection: close` and closes its connection
+   * once written, so that keep-alive clients open no further request on it.
    */
-  stopAccepting(graceMs = 5000): Promise<void> {
+  drain(): void {
+    this.draining = true;
+  }
+
+  /**
+   * Stops accepting connections once every infer response in progress has been written (or `graceMs` has
+   * passed), then closes the idle connections. Until then, and a moment after the last response, the server
+   * still answers: a request already on its way (on a kept-alive connection, or a client reconnecting after
+   * its `Connection: close`) gets its 503 instead of a reset or a refused connection.
+   */
+  async stopAccepting(graceMs = 5000): Promise<void> {
+    this.draining = true;
+    if (this.active > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, graceMs);
+        this.idleWaiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+    if (this.connections > 0) await new Promise((resolve) => setTimeout(resolve, IDLE_LINGER_MS));
     this.server.close();
     this.server.closeIdleConnections();
-    if (this.active === 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, graceMs);
-      this.idleWaiters.push(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
   }
 
   /** Closes every connection, finished or not. */
@@ -74,7 +110,19 @@ export class HttpServer {
   }
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
-    const url = req.url ?? '/';
+    try {
+      this.route(req, res);
+    } catch (err) {
+      // Nothing a request does may end the process: what escapes the routes is answered here.
+      sendError(res, toTritonError(err));
+    }
+  }
+
+  private route(req: http.IncomingMessage, res: http.ServerResponse): void {
+    if (this.draining) res.shouldKeepAlive = false;
+    let url = req.url ?? '/';
+    // Absolute form (`POST http://host:8000/v2/... HTTP/1.1`) is routed by its path, for express too.
+    if (url.charCodeAt(0) !== 47) req.url = url = originForm(url);
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
     // Every route, the infer hot path and users' own included, passes this one check.
@@ -85,7 +133,7 @@ export class HttpServer {
     if (req.method === 'POST' && path.endsWith('/infer')) {
       const m = MODEL_ROUTE.exec(path);
       if (m && m[3] === 'infer') {
-        void this.infer(req, res, decodeURIComponent(m[1] as string), m[2]);
+        void this.infer(req, res, decodeSegment(m[1] as string), m[2]);
         return;
       }
     }
@@ -198,7 +246,8 @@ const SMALL_BODY = 16 * 1024;
 /** Writes Triton's error body `{"error": "..."}` with the status from the error table. */
 export function sendError(res: http.ServerResponse, err: TritonError): void {
   if (res.headersSent) {
-    res.destroy(err);
+    // Cut a response that is under way; one already answered (by the parser-error path) stays as it is.
+    if (!res.writableEnded) res.destroy(err);
     return;
   }
   const body = JSON.stringify({ error: err.message });
@@ -227,7 +276,7 @@ function buildApp(core: ServerCore, router: Router): Express {
   });
 
   serveJson(app, TRACE_ROUTE, async (m, req) => {
-    const model = m[1] === undefined ? undefined : decodeURIComponent(m[1]);
+    const model = m[1] === undefined ? undefined : decodeSegment(m[1]);
     if (req.method === 'GET') return core.traceSettings(model);
     if (req.method !== 'POST') throw new TritonError('METHOD_NOT_ALLOWED', 'Method Not Allowed');
     return core.traceSettings(model, await readJsonObject(req, core.config.jsonMaxDepth, 'the trace settings'));
@@ -256,7 +305,7 @@ function buildApp(core: ServerCore, router: Router): Express {
     const wantsPost = action === 'infer' || action === 'generate' || action === 'generate_stream';
     if (req.method !== (wantsPost ? 'POST' : 'GET')) return methodNotAllowed(res);
     try {
-      const model = core.repository.get(decodeURIComponent(rawName as string), version);
+      const model = core.repository.get(decodeSegment(rawName as string), version);
       switch (action) {
         case undefined:
           res.json(model.metadata);
@@ -285,6 +334,8 @@ function buildApp(core: ServerCore, router: Router): Express {
 
   app.use(router);
   app.use((_req, res) => sendError(res, new TritonError('NOT_FOUND', 'Not Found')));
+  // What a route (ours or a user's) throws is answered in Triton's form, never as express's HTML page.
+  app.use((err: unknown, _req: express.Request, res: express.Response, _next: NextFunction) => sendError(res, toTritonError(err)));
   return app;
 }
 

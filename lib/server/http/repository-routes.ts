@@ -1,5 +1,6 @@
 import type * as http from 'node:http';
 import { TritonError } from '../../errors';
+import { decodeSegment } from './request-target';
 import type { ServerCore } from '../server-core';
 import { readJsonObject } from './body';
 import { refuseOverrides } from '../extensions';
@@ -23,7 +24,7 @@ export async function handleRepository(core: ServerCore, match: RegExpExecArray,
     if (typeof ready !== 'boolean') throw new TritonError('INVALID_ARGUMENT', "'ready' must be a boolean");
     return core.repositoryIndex(ready);
   }
-  const model = decodeURIComponent(rawModel as string);
+  const model = decodeSegment(rawModel as string);
   const parameters = request.parameters ?? {};
   if (typeof parameters !== 'object' || parameters === null || Array.isArray(parameters)) throw new TritonError('INVALID_ARGUMENT', "'parameters' must be an object");
   const params = parameters as Record<string, unknown>;

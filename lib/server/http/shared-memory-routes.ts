@@ -1,5 +1,6 @@
 import type * as http from 'node:http';
 import { TritonError } from '../../errors';
+import { decodeSegment } from './request-target';
 import type { ServerCore } from '../server-core';
 import { readJsonObject } from './body';
 
@@ -16,7 +17,7 @@ const REGISTER_BODY_LIMIT = 64 * 1024;
  */
 export async function handleSharedMemory(core: ServerCore, match: RegExpExecArray, req: http.IncomingMessage): Promise<unknown> {
   const [, kind, rawRegion, action] = match;
-  const region = rawRegion === undefined ? undefined : decodeURIComponent(rawRegion);
+  const region = rawRegion === undefined ? undefined : decodeSegment(rawRegion);
   const wantsPost = action !== 'status';
   if (req.method !== (wantsPost ? 'POST' : 'GET')) throw new TritonError('METHOD_NOT_ALLOWED', 'Method Not Allowed');
   if (action === 'register' && region === undefined) throw new TritonError('NOT_FOUND', 'Not Found');

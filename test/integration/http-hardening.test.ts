@@ -1,0 +1,148 @@
+import * as net from 'node:net';
+import { Triton } from 'tstriton';
+import { batch } from 'tstriton/decorators';
+
+// Requests that went wrong before reaching a model: malformed %-escapes in paths (one ended the process),
+// requests node's HTTP parser refuses, absolute-form targets. Raw sockets, so that nothing is cleaned up on
+// the way.
+
+let triton: Triton;
+let port: number;
+
+beforeAll(async () => {
+  triton = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent', allowSharedMemory: true });
+  triton.bind({
+    modelName: 'double',
+    inferFunc: batch(async ({ INPUT0 }) => ({ OUTPUT0: { ...INPUT0!, data: (INPUT0!.data as Float32Array).map((v) => v * 2) } })),
+    inputs: [{ name: 'INPUT0', dtype: 'FP32', shape: [-1] }],
+    outputs: [{ name: 'OUTPUT0', dtype: 'FP32', shape: [-1] }],
+    config: { maxBatchSize: 8 },
+  });
+  triton.http.router.get('/custom/throws', () => {
+    throw new Error('a user route failed');
+  });
+  await triton.run();
+  port = triton.ports.http as number;
+});
+
+afterAll(() => triton.stop());
+
+interface RawAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** Sends `raw` on a new connection and reads the one answer until the server closes or the body is complete. */
+function send(raw: string | Buffer): Promise<RawAnswer> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    const done = (): void => {
+      const text = Buffer.concat(chunks).toString('latin1');
+      const end = text.indexOf('\r\n\r\n');
+      if (end < 0) return reject(new Error(`no HTTP answer: ${JSON.stringify(text)}`));
+      const [statusLine, ...lines] = text.slice(0, end).split('\r\n');
+      const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+      const body = text.slice(end + 4);
+      const length = Number(headers['content-length']);
+      if (Number.isFinite(length) && Buffer.byteLength(body, 'latin1') < length) return;
+      socket.destroy();
+      resolve({ status: Number(statusLine!.split(' ')[1]), headers, body });
+    };
+    socket.on('data', (c) => {
+      chunks.push(c);
+      done();
+    });
+    socket.on('end', done);
+    socket.on('error', reject);
+    socket.end(raw);
+  });
+}
+
+const INFER = JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, 2], data: [1, 2] }] });
+
+function post(path: string, body = INFER, extra = ''): string {
+  return `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${body}`;
+}
+
+/** The server still answers a valid request with the right numbers. */
+async function stillServes(): Promise<void> {
+  const res = await send(post('/v2/models/double/infer'));
+  expect(res.status).toBe(200);
+  expect((JSON.parse(res.body) as { outputs: { data: number[] }[] }).outputs[0]!.data).toEqual([2, 4]);
+}
+
+describe('malformed percent-encoding in paths', () => {
+  it.each([
+    ['POST', '/v2/models/%ZZ/infer'],
+    ['POST', '/v2/models/%/infer'],
+    ['POST', '/v2/models/%E0%A4%A/infer'],
+    ['POST', '/v2/models/%C0%AE%C0%AE/infer'],
+    ['POST', '/v2/models/%ZZ/versions/1/infer'],
+    ['GET', '/v2/models/%ZZ'],
+    ['GET', '/v2/models/%ZZ/ready'],
+    ['GET', '/v2/models/%ZZ/config'],
+    ['GET', '/v2/models/%ZZ/stats'],
+    ['GET', '/v2/models/%E0%A4%A/trace/setting'],
+    ['POST', '/v2/models/%ZZ/generate'],
+    ['POST', '/v2/repository/models/%ZZ/load'],
+    ['GET', '/v2/systemsharedmemory/region/%ZZ/status'],
+  ])('%s %s answers 400 with an error body, and the server goes on', async (method, path) => {
+    const res = await send(method === 'GET' ? `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n` : post(path, '{}'));
+    expect(res.status).toBe(400);
+    expect(res.headers['content-type']).toMatch(/application\/json/);
+    expect(JSON.parse(res.body)).toEqual({ error: expect.stringMatching(/^malformed percent-encoding in the request path: '/) });
+    await stillServes();
+  });
+
+  it('decodes well-formed escapes as before', async () => {
+    const res = await send(post('/v2/models/%64ouble/infer'));
+    expect(res.status).toBe(200);
+  });
+});
+
+describe("requests node's parser refuses get Triton's JSON body", () => {
+  it.each([
+    ['a bad Content-Length', `POST /v2/models/double/infer HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n{}`, 400],
+    ['two Content-Lengths', `POST /v2/models/double/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}`, 400],
+    ['a bad Transfer-Encoding', `POST /v2/models/double/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n\r\n0\r\n\r\n`, 400],
+    ['a bad chunk size', `POST /v2/models/double/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`, 400],
+    ['a header line without a colon', `GET /v2/health/live HTTP/1.1\r\nHost: x\r\nnot a header\r\n\r\n`, 400],
+    ['headers over the limit', `GET /v2/health/live HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
+  ])('%s: %#', async (_what, raw, status) => {
+    const res = await send(raw);
+    expect(res.status).toBe(status);
+    expect(res.headers['content-type']).toBe('application/json');
+    expect(res.headers.connection).toBe('close');
+    expect(JSON.parse(res.body)).toEqual({ error: expect.stringMatching(/^malformed HTTP request: /) });
+    await stillServes();
+  });
+});
+
+describe('absolute-form request targets', () => {
+  it('routes the infer hot path by the path', async () => {
+    const res = await send(post(`http://127.0.0.1:${port}/v2/models/double/infer`));
+    expect(res.status).toBe(200);
+    expect((JSON.parse(res.body) as { outputs: { data: number[] }[] }).outputs[0]!.data).toEqual([2, 4]);
+  });
+
+  it('routes the other endpoints by the path, query included', async () => {
+    const live = await send(`GET http://localhost:${port}/v2/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+    expect(live.status).toBe(200);
+    const meta = await send(`GET http://localhost/v2/models/double?x=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+    expect(meta.status).toBe(200);
+    expect(JSON.parse(meta.body)).toMatchObject({ name: 'double' });
+    const root = await send(`GET http://localhost HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+    expect(root.status).toBe(404);
+  });
+});
+
+describe('errors thrown by routes', () => {
+  it("a user's route that throws is answered in Triton's form, not express's page", async () => {
+    const res = await send(`GET /custom/throws HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+    expect(res.status).toBe(500);
+    expect(JSON.parse(res.body)).toEqual({ error: 'a user route failed' });
+    await stillServes();
+  });
+});
