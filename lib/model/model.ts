@@ -8,6 +8,7 @@ import type { ModelConfig } from '../config/model-config';
 import { TritonError, UnrecoverableError } from '../errors';
 import { inService, type HealthEvent, type Instance } from '../instances/instance';
 import { Scheduler, type EnqueueOptions, type Scheduled } from '../scheduler/scheduler';
+import { MAX_TIMER_MS } from '../scheduler/priority-queue';
 import type { TensorData } from '../tensor/dtype';
 import { checkData, elementCount, tensor, type Tensor } from '../tensor/tensor';
 import type { InferenceRequest, InferenceResponse, NamedTensor } from './inference';
@@ -103,7 +104,7 @@ class RequestJob implements EnqueueOptions {
     this.timeoutMicroseconds = req.timeoutMicroseconds;
     this.unfollow = req.signal ? cancellation.follow(req.signal) : undefined;
     const timeoutMs = req.deadline !== undefined ? req.deadline - Date.now() : req.timeoutMicroseconds ? req.timeoutMicroseconds / 1000 : undefined;
-    if (timeoutMs !== undefined) {
+    if (timeoutMs !== undefined && timeoutMs <= MAX_TIMER_MS) {
       this.deadline = new Promise<never>((_, reject) => {
         this.timer = setTimeout(() => {
           // Still queued: the queue's own timeout error. Running: the deadline ends it, and the callable sees the signal.

@@ -2,6 +2,12 @@ import type { Cancellation } from '../cancellation';
 import { TritonError } from '../errors';
 import type { Request } from '../callable';
 
+/**
+ * The longest delay setTimeout keeps (about 24.8 days); a longer one fires at once. A timeout beyond it is no
+ * timeout at all.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** Queue policy of one priority level (the scheduler's view of `QueuePolicy`). */
 export interface QueuePolicyOptions {
   maxQueueSize?: number;
@@ -115,7 +121,7 @@ export class PriorityQueue {
     level.queue.push(p);
     this.count++;
     this.rows += p.rows;
-    if (timeoutUs > 0) p.timer = setTimeout(() => this.expire(p), timeoutUs / 1000);
+    if (timeoutUs > 0 && timeoutUs / 1000 <= MAX_TIMER_MS) p.timer = setTimeout(() => this.expire(p), timeoutUs / 1000);
   }
 
   private expire(p: Pending): void {

@@ -312,3 +312,16 @@ describe('gRPC hardening: a malformed message', () => {
     expect(res.id).toBe('next');
   });
 });
+
+// ---- long error messages --------------------------------------------------------------------------
+
+describe('gRPC hardening: a very long error message', () => {
+  it('still reaches the client, cut to a length a trailer can carry', async () => {
+    const c = client(await start());
+    const name = 'x'.repeat(100_000);
+    const err = await rejection(unary(c, inferDef.path, inferDef.requestSerialize, inferDef.responseDeserialize, fp32Request(name, 'long', Float32Array.of(1))));
+    expect(err.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(err.details).toMatch(/^Request for unknown model: 'x{100,}\.\.\. \(\d+ more characters\)$/);
+    expect(err.details.length).toBeLessThanOrEqual(8 * 1024 + 40);
+  });
+});
