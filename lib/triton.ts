@@ -49,9 +49,15 @@ export interface Transport {
   readonly name: string;
   /** Starts listening; resolves with the bound port. */
   start(): Promise<number>;
-  /** Called the moment the server starts stopping, while in-flight work drains (e.g. to close keep-alive connections). */
+  /**
+   * Called the moment the server starts stopping, while in-flight work drains; the port stays open (HTTP says
+   * `Connection: close` on every response from then on).
+   */
   drain?(): void;
-  /** Refuses new connections and calls; called once in-flight inference has drained. */
+  /**
+   * Refuses new connections and calls; called once in-flight inference has drained. May resolve once its
+   * connections have closed (HTTP closes each after the response it is writing).
+   */
   stopAccepting(): void | Promise<void>;
   /** Ends everything still open; `stop()` awaits it. */
   forceClose(): void | Promise<void>;
@@ -116,7 +122,7 @@ export class Triton implements ServerCore, AsyncDisposable {
     this.responseCache = this.config.responseCacheByteSize > 0 ? new ResponseCache(this.config.responseCacheByteSize) : undefined;
     this.sharedMemory = new SharedMemoryManager(this.config.allowSharedMemory);
     this.tracer = new Tracer(this.config.traceFile);
-    this.http = new HttpServer(this);
+    this.http = new HttpServer(this, this.logger);
     this.metrics = new Metrics(this.repository, this.responseCache);
     if (this.config.allowHttp) {
       this.addTransport({
@@ -500,7 +506,8 @@ export class Triton implements ServerCore, AsyncDisposable {
         this.logger.warn({ inFlight: this.inFlight }, 'exit timeout reached: failing the remaining requests');
         for (const m of this.repository.all()) m.scheduler.rejectAll(new TritonError('UNAVAILABLE', 'Server stopped before the request ran'));
       }
-      for (const t of this.transports) await t.stopAccepting();
+      // Together: a transport waiting for its connections to finish holds no other back.
+      await Promise.all(this.transports.map((t) => t.stopAccepting()));
       await Promise.all(this.transports.map((t) => t.forceClose()));
     }
     await Promise.allSettled(this.repository.all().flatMap((m) => m.instances.map((i) => i.close())));

@@ -1,7 +1,13 @@
 import { fork, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import * as http from 'node:http';
+import * as net from 'node:net';
 import { join } from 'node:path';
+import * as tls from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
+import { Triton, type TritonConfigInit } from 'tstriton';
+import { batch } from 'tstriton/decorators';
+import { makeTestCertificates, type TestCertificates } from '../helpers/certificates';
 import { loadProtos } from '../../lib/server/grpc/protos';
 import type { ModelInferResponseMessage } from '../../lib/server/grpc/messages';
 
@@ -166,4 +172,177 @@ describe('SIGTERM under 16-way load', () => {
     expect(tally.refused).toBeGreaterThan(0);
     expect(okAtSignal).toBeGreaterThanOrEqual(CLIENTS * (BEFORE_SIGNAL - 1));
   });
+});
+
+// ---- the drain step by step, in process ------------------------------------------------------------
+
+/** An answer read off a raw connection. */
+interface RawAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/**
+ * A raw keep-alive connection (plain or TLS): requests one after another, each answer read in full by its
+ * Content-Length; `ended` says how the server ended it: 'closed' (an orderly close) or the error's code.
+ */
+class RawConnection {
+  private buffer = Buffer.alloc(0);
+  private wake: (() => void) | undefined;
+  private how: string | undefined;
+  readonly ended: Promise<string>;
+
+  private constructor(private readonly socket: net.Socket) {
+    let settle!: (how: string) => void;
+    this.ended = new Promise((resolve) => (settle = resolve));
+    const end = (how: string): void => {
+      this.how ??= how;
+      settle(this.how);
+      this.wake?.();
+    };
+    socket.on('data', (chunk: Buffer) => {
+      this.buffer = Buffer.concat([this.buffer, chunk]);
+      this.wake?.();
+    });
+    socket.on('end', () => end('closed'));
+    socket.on('error', (err: NodeJS.ErrnoException) => end(err.code ?? err.message));
+    socket.on('close', () => end('closed'));
+  }
+
+  static open(port: number, ca?: Buffer): Promise<RawConnection> {
+    return new Promise((resolve, reject) => {
+      const socket = ca ? tls.connect({ host: '127.0.0.1', port, ca, servername: 'localhost' }) : net.connect(port, '127.0.0.1');
+      socket.once(ca ? 'secureConnect' : 'connect', () => resolve(new RawConnection(socket)));
+      socket.once('error', reject);
+    });
+  }
+
+  /** Sends one request and reads its answer; rejects if the connection ends first. */
+  async request(raw: string): Promise<RawAnswer> {
+    this.socket.write(raw);
+    for (;;) {
+      const end = this.buffer.indexOf('\r\n\r\n');
+      if (end >= 0) {
+        const [statusLine = '', ...lines] = this.buffer.subarray(0, end).toString('latin1').split('\r\n');
+        const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+        const length = Number(headers['content-length'] ?? 0);
+        if (this.buffer.length >= end + 4 + length) {
+          const body = this.buffer.subarray(end + 4, end + 4 + length).toString('utf8');
+          this.buffer = this.buffer.subarray(end + 4 + length);
+          return { status: Number(statusLine.split(' ')[1]), headers, body };
+        }
+      }
+      if (this.how !== undefined) throw new Error(`connection ended (${this.how}) before the answer: ${JSON.stringify(this.buffer.toString('latin1'))}`);
+      await new Promise<void>((resolve) => (this.wake = resolve));
+    }
+  }
+
+  close(): void {
+    this.socket.destroy();
+  }
+}
+
+/** Resolves once the port refuses new connections; each connection it still accepts is closed at once. */
+async function portClosed(port: number): Promise<void> {
+  for (;;) {
+    const accepted = await new Promise<boolean>((resolve) => {
+      const socket = net.connect(port, '127.0.0.1');
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (!accepted) return;
+  }
+}
+
+const HELD_INFER = JSON.stringify({ inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 2], data: [1, 2] }] });
+const postInfer = (body = HELD_INFER): string =>
+  `POST /v2/models/held/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+const get = (path: string, extra = ''): string => `GET ${path} HTTP/1.1\r\nHost: x\r\n${extra}\r\n`;
+const STOPPING = { error: 'Server is stopping and accepts no new requests' };
+
+describe('stopping closes each HTTP connection between two exchanges', () => {
+  let certificates: TestCertificates;
+  beforeAll(() => {
+    certificates = makeTestCertificates('drain');
+  });
+  afterAll(() => certificates?.remove());
+
+  let triton: Triton | undefined;
+  const connections: RawConnection[] = [];
+  afterEach(async () => {
+    for (const c of connections.splice(0)) c.close();
+    await triton?.stop();
+    triton = undefined;
+  });
+
+  it.each([['HTTP'], ['HTTPS']])(
+    '%s: the response in progress and the requests after the signal are answered in full with Connection: close, and no connection is reset',
+    async (scheme) => {
+      const secure = scheme === 'HTTPS';
+      const config: TritonConfigInit = secure ? { httpUseSsl: true, httpServerCert: certificates.files.server.cert, httpServerKey: certificates.files.server.key } : {};
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let started!: () => void;
+      const running = new Promise<void>((resolve) => (started = resolve));
+      // A short exit timeout: a failure before the model is released then ends quickly.
+      const server = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent', exitTimeoutSeconds: 2, ...config });
+      triton = server;
+      server.bind({
+        modelName: 'held',
+        inferFunc: batch(async ({ x }) => {
+          started();
+          await released;
+          return { y: { ...x!, data: (x!.data as Float32Array).map((v) => v * 2) } };
+        }),
+        inputs: [{ name: 'x', dtype: 'FP32', shape: [-1] }],
+        outputs: [{ name: 'y', dtype: 'FP32', shape: [-1] }],
+        config: { maxBatchSize: 8 },
+      });
+      await server.run();
+      const port = server.ports.http as number;
+      const ca = secure ? readFileSync(certificates.files.ca.cert) : undefined;
+      const open = async (): Promise<RawConnection> => {
+        const c = await RawConnection.open(port, ca);
+        connections.push(c);
+        return c;
+      };
+
+      // busy: an infer request in flight when the signal comes. idle: a kept-alive connection between two
+      // requests. fresh: a connection whose first request comes only after the port has closed.
+      const busy = await open();
+      const idle = await open();
+      const fresh = await open();
+      const inFlight = busy.request(postInfer());
+      await running;
+      expect((await idle.request(get('/v2/health/ready'))).status).toBe(200);
+      // A later connection answered shows that the server has accepted `fresh` (its accept queue is in order).
+      expect((await (await open()).request(get('/v2/health/live', 'Connection: close\r\n'))).status).toBe(200);
+
+      const stopped = server.stop();
+      const refused = await idle.request(postInfer());
+      expect(refused.status).toBe(503);
+      expect(refused.headers.connection).toBe('close');
+      expect(JSON.parse(refused.body)).toEqual(STOPPING);
+      expect(await idle.ended).toBe('closed');
+
+      release();
+      const answered = await inFlight;
+      expect(answered.status).toBe(200);
+      expect(answered.headers.connection).toBe('close');
+      expect((JSON.parse(answered.body) as { outputs: { data: number[] }[] }).outputs[0]!.data).toEqual([2, 4]);
+      expect(await busy.ended).toBe('closed');
+
+      await portClosed(port);
+      const late = await fresh.request(get('/v2/health/ready'));
+      expect(late.status).toBe(503);
+      expect(late.headers.connection).toBe('close');
+      expect(JSON.parse(late.body)).toEqual(STOPPING);
+      expect(await fresh.ended).toBe('closed');
+      expect(await stopped).toBe(0);
+    },
+  );
 });

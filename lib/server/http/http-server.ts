@@ -5,6 +5,7 @@ import { listenOn } from '../listen';
 import express, { type Express, type NextFunction, type Router } from 'express';
 import { Cancellation } from '../../cancellation';
 import { TritonError, toTritonError } from '../../errors';
+import type { Logger } from '../../logger';
 import type { ServerCore } from '../server-core';
 import { compress, negotiateEncoding, ownMemory, readBody, readJsonObject } from './body';
 import { handleSharedMemory, SHARED_MEMORY_ROUTE } from './shared-memory-routes';
@@ -14,7 +15,9 @@ import { handleGenerate } from './generate';
 import { decodeHttpInfer, encodeHttpInfer } from './infer-codec';
 import { RestrictedApis, httpApiGroup, httpRestrictedError } from '../restricted-api';
 import { serverTlsMaterial } from '../tls';
-import { answerClientError, decodeSegment, originForm } from './request-target';
+import { decodeSegment, originForm } from './request-target';
+import { answerParserError } from './parser-errors';
+import { ConnectionDrain } from './connection-drain';
 
 /** `/v2/logging`. */
 const LOGGING_ROUTE = /^\/v2\/logging$/;
@@ -23,11 +26,8 @@ const TRACE_ROUTE = /^\/v2(?:\/models\/([^/]+))?\/trace\/setting$/;
 /** Model routes: `/v2/models/{m}[/versions/{v}][/{action}]`, matched on the path only, as Triton does. */
 const MODEL_ROUTE = /^\/v2\/models\/([^/]+)(?:\/versions\/([0-9]+))?(?:\/(infer|generate|generate_stream|ready|config|stats))?$/;
 
-/**
- * How long a draining server keeps idle keep-alive connections open after its last response, so that a
- * request a client sent on one just then is answered (503, `Connection: close`) rather than reset.
- */
-const IDLE_LINGER_MS = 100;
+/** The answer to requests that arrive once the server is stopping, as Triton words it. */
+const STOPPING = 'Server is stopping and accepts no new requests';
 
 /**
  * The HTTP endpoint (HTTPS with `httpUseSsl`). POST `/infer` is handled on node:http directly (it is the hot
@@ -43,30 +43,25 @@ export class HttpServer {
   private readonly forward: ((name: string) => boolean) | undefined;
   /** API groups that need a header (`httpRestrictedApi`). */
   private readonly restricted: RestrictedApis;
-  /** Infer exchanges whose response has not been fully written yet. */
-  private active = 0;
-  private idleWaiters: (() => void)[] = [];
-  /** Open connections (idle or not). */
-  private connections = 0;
-  /** Set once the server stops: every response closes its connection. */
-  private draining = false;
+  /** The open connections, closed one by one between exchanges when the server stops. */
+  private readonly connections: ConnectionDrain;
 
-  constructor(private readonly core: ServerCore) {
+  constructor(
+    private readonly core: ServerCore,
+    private readonly logger: Logger,
+  ) {
     this.forward = headerMatcher(core.config.httpHeaderForwardPattern, 'httpHeaderForwardPattern');
     this.restricted = RestrictedApis.parse(core.config.httpRestrictedApi, 'httpRestrictedApi');
     this.router = express.Router();
-    this.app = buildApp(core, this.router);
+    this.app = buildApp(core, this.router, (err, req, res) => this.escaped(err, req, res));
     const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => this.handle(req, res);
     const tls = serverTlsMaterial('http', core.config);
     this.server = tls
       ? https.createServer({ noDelay: true, cert: tls.cert, key: tls.key, ...(tls.ca ? { ca: tls.ca } : {}), requestCert: tls.mutual, rejectUnauthorized: tls.mutual }, handler)
       : http.createServer({ noDelay: true }, handler);
     this.server.keepAliveTimeout = 65_000;
-    this.server.on('clientError', answerClientError);
-    this.server.on('connection', (socket: Socket) => {
-      this.connections++;
-      socket.once('close', () => this.connections--);
-    });
+    this.server.on('clientError', answerParserError);
+    this.connections = new ConnectionDrain(this.server);
   }
 
   /** Starts listening; resolves with the bound port. */
@@ -75,51 +70,55 @@ export class HttpServer {
   }
 
   /**
-   * The server is stopping: from now on every response says `Connection: close` and closes its connection
-   * once written, so that keep-alive clients open no further request on it.
+   * The server starts stopping: from now on every response says `Connection: close` and closes its connection
+   * once written, so that keep-alive clients send no further request on it. The port stays open.
    */
   drain(): void {
-    this.draining = true;
+    this.connections.drain();
   }
 
   /**
-   * Stops accepting connections once every infer response in progress has been written (or `graceMs` has
-   * passed), then closes the idle connections. Until then, and a moment after the last response, the server
-   * still answers: a request already on its way (on a kept-alive connection, or a client reconnecting after
-   * its `Connection: close`) gets its 503 instead of a reset or a refused connection.
+   * Closes the port; requests still arriving on open connections are answered 503 (`Connection: close`), and
+   * each connection closes once its response is written, or at once when idle. Resolves when every connection
+   * has closed, or after `graceMs`.
    */
-  async stopAccepting(graceMs = 5000): Promise<void> {
-    this.draining = true;
-    if (this.active > 0) {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, graceMs);
-        this.idleWaiters.push(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
-    }
-    if (this.connections > 0) await new Promise((resolve) => setTimeout(resolve, IDLE_LINGER_MS));
-    this.server.close();
-    this.server.closeIdleConnections();
+  stopAccepting(graceMs = 5000): Promise<void> {
+    return this.connections.close(graceMs);
   }
 
   /** Closes every connection, finished or not. */
   forceClose(): void {
-    this.server.closeAllConnections();
+    this.connections.destroyAll();
+    // http.Server's own close as well, which stops its timers of idle and slow connections.
+    this.server.close();
   }
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    this.connections.track(req, res);
     try {
-      this.route(req, res);
+      if (this.connections.closing) refuseStopping(req, res);
+      else this.route(req, res);
     } catch (err) {
-      // Nothing a request does may end the process: what escapes the routes is answered here.
-      sendError(res, toTritonError(err));
+      this.escaped(err, req, res);
+    }
+  }
+
+  /**
+   * The last resort for an error no route caught (a fault of the server): the client gets 500 if its response
+   * has not begun (its connection is cut otherwise), and the process goes on.
+   */
+  private escaped(err: unknown, req: http.IncomingMessage, res: http.ServerResponse): void {
+    const error = toTritonError(err);
+    if (!(err instanceof TritonError)) this.logger.error({ err, method: req.method, url: req.url }, 'HTTP request handler failed');
+    try {
+      sendError(res, error);
+    } catch (cause) {
+      this.logger.error({ err: cause, method: req.method, url: req.url }, 'HTTP error answer failed');
+      res.destroy();
     }
   }
 
   private route(req: http.IncomingMessage, res: http.ServerResponse): void {
-    if (this.draining) res.shouldKeepAlive = false;
     let url = req.url ?? '/';
     // Absolute form (`POST http://host:8000/v2/... HTTP/1.1`) is routed by its path, for express too.
     if (url.charCodeAt(0) !== 47) req.url = url = originForm(url);
@@ -133,7 +132,7 @@ export class HttpServer {
     if (req.method === 'POST' && path.endsWith('/infer')) {
       const m = MODEL_ROUTE.exec(path);
       if (m && m[3] === 'infer') {
-        void this.infer(req, res, decodeSegment(m[1] as string), m[2]);
+        this.infer(req, res, decodeSegment(m[1] as string), m[2]).catch((err: unknown) => this.escaped(err, req, res));
         return;
       }
     }
@@ -144,7 +143,6 @@ export class HttpServer {
     const cancellation = new Cancellation();
     const exchanges = exchangesOf(req.socket);
     exchanges.add(cancellation);
-    this.active++;
     try {
       const model = this.core.repository.get(modelName, version);
       if (model.config.decoupled) {
@@ -174,7 +172,6 @@ export class HttpServer {
     } finally {
       // The response is written (handed to the socket): a client leaving now cancels nothing.
       exchanges.delete(cancellation);
-      if (--this.active === 0) for (const w of this.idleWaiters.splice(0)) w();
     }
   }
 }
@@ -246,7 +243,8 @@ const SMALL_BODY = 16 * 1024;
 /** Writes Triton's error body `{"error": "..."}` with the status from the error table. */
 export function sendError(res: http.ServerResponse, err: TritonError): void {
   if (res.headersSent) {
-    // Cut a response that is under way; one already answered (by the parser-error path) stays as it is.
+    // A response under way cannot change its status: cut it, so that the client sees it incomplete. One
+    // already complete stays as it is.
     if (!res.writableEnded) res.destroy(err);
     return;
   }
@@ -257,7 +255,10 @@ export function sendError(res: http.ServerResponse, err: TritonError): void {
   res.end(body);
 }
 
-function buildApp(core: ServerCore, router: Router): Express {
+/** What answers an error a route let through. */
+type EscapedError = (err: unknown, req: http.IncomingMessage, res: http.ServerResponse) => void;
+
+function buildApp(core: ServerCore, router: Router, escaped: EscapedError): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -322,8 +323,8 @@ function buildApp(core: ServerCore, router: Router): Express {
           return;
         case 'generate':
         case 'generate_stream':
-          handleGenerate(core, model, req, res, action === 'generate_stream').catch((err: unknown) => sendError(res, toTritonError(err)));
-          return;
+          // Returned: express answers a rejection of the error handler itself through `escaped`.
+          return handleGenerate(core, model, req, res, action === 'generate_stream').catch((err: unknown) => sendError(res, toTritonError(err)));
         default:
           throw new TritonError('UNSUPPORTED', `the '${action}' endpoint is not supported by this server`);
       }
@@ -334,8 +335,9 @@ function buildApp(core: ServerCore, router: Router): Express {
 
   app.use(router);
   app.use((_req, res) => sendError(res, new TritonError('NOT_FOUND', 'Not Found')));
-  // What a route (ours or a user's) throws is answered in Triton's form, never as express's HTML page.
-  app.use((err: unknown, _req: express.Request, res: express.Response, _next: NextFunction) => sendError(res, toTritonError(err)));
+  // What a route (ours or a user's) throws or rejects with is answered in Triton's form, never as express's
+  // HTML page.
+  app.use((err: unknown, req: express.Request, res: express.Response, _next: NextFunction) => escaped(err, req, res));
   return app;
 }
 
@@ -347,11 +349,21 @@ function serveJson(app: Express, pattern: RegExp, handle: (match: RegExpExecArra
   app.use((req, res, next: NextFunction) => {
     const m = pattern.exec(req.path);
     if (!m) return next();
-    new Promise<unknown>((resolve) => resolve(handle(m, req))).then(
+    // Returned, so that express passes a failure of the answer itself to the error handler.
+    return new Promise<unknown>((resolve) => resolve(handle(m, req))).then(
       (body) => (body === undefined ? res.status(200).type('application/json').end() : res.json(body)),
       (err: unknown) => sendError(res, toTritonError(err)),
     );
   });
+}
+
+/**
+ * Answers a request that arrived once the port closed: 503, after its body is read so that the connection
+ * closes with nothing unread (which would reset it). The drain has marked the response `Connection: close`.
+ */
+function refuseStopping(req: http.IncomingMessage, res: http.ServerResponse): void {
+  req.once('end', () => sendError(res, new TritonError('UNAVAILABLE', STOPPING)));
+  req.resume();
 }
 
 function methodNotAllowed(res: http.ServerResponse): void {
