@@ -21,6 +21,10 @@ beforeAll(async () => {
   triton.http.router.get('/custom/throws', () => {
     throw new Error('a user route failed');
   });
+  triton.http.router.get('/custom/rejects', async () => {
+    await Promise.resolve();
+    throw new Error('a user route rejected');
+  });
   await triton.run();
   port = triton.ports.http as number;
 });
@@ -139,10 +143,14 @@ describe('absolute-form request targets', () => {
 });
 
 describe('errors thrown by routes', () => {
-  it("a user's route that throws is answered in Triton's form, not express's page", async () => {
-    const res = await send(`GET /custom/throws HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+  it.each([
+    ['throws', 'a user route failed'],
+    ['rejects', 'a user route rejected'],
+  ])("a user's route that %s is answered 500 in Triton's form, not express's page", async (what, message) => {
+    const res = await send(`GET /custom/${what} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
     expect(res.status).toBe(500);
-    expect(JSON.parse(res.body)).toEqual({ error: 'a user route failed' });
+    expect(res.headers['content-type']).toBe('application/json');
+    expect(JSON.parse(res.body)).toEqual({ error: message });
     await stillServes();
   });
 });

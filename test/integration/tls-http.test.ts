@@ -1,7 +1,7 @@
 import * as https from 'node:https';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Triton, tensor, type TritonConfigInit } from 'tstriton';
+import { Triton, TritonConfig, tensor, type TritonConfigInit } from 'tstriton';
 import { ClientError, ModelClient, type ClientTlsOptions } from 'tstriton/client';
 import { batch } from 'tstriton/decorators';
 import { makeTestCertificates, type TestCertificates } from '../helpers/certificates';
@@ -38,8 +38,10 @@ function tlsConfig(mutual: boolean): TritonConfigInit {
   };
 }
 
-async function start(config: TritonConfigInit): Promise<number> {
-  triton = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent', ...config });
+const BASE: TritonConfigInit = { httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' };
+
+async function start(config: TritonConfigInit | TritonConfig): Promise<number> {
+  triton = new Triton(config instanceof TritonConfig ? config : { ...BASE, ...config });
   triton.bind({
     modelName: 'add_sub',
     inferFunc: batch(async (inputs) => {
@@ -142,6 +144,19 @@ describe('HTTPS with mutual TLS', () => {
 });
 
 describe('HTTPS settings', () => {
+  it('turn on from TSTRITON_* environment variables, as a server script started by tritonclient tests reads them', async () => {
+    const env = {
+      TSTRITON_HTTP_USE_SSL_MUTUAL: 'true',
+      TSTRITON_HTTP_SERVER_CERT: files.server.cert,
+      TSTRITON_HTTP_SERVER_KEY: files.server.key,
+      TSTRITON_HTTP_ROOT_CERT: files.ca.cert,
+    };
+    const port = await start(TritonConfig.fromEnv(env, BASE));
+    const tls = { ca: pem(files.ca.cert), cert: pem(files.client.cert), key: pem(files.client.key) };
+    expect(await addSub(client(`https://127.0.0.1:${port}`, tls))).toEqual([11, 22]);
+    expect((await failure(client(`https://127.0.0.1:${port}`, { ca: pem(files.ca.cert) }).modelMetadata())).message).toMatch(/connection to 127\.0\.0\.1:\d+ (failed|lost)/);
+  });
+
   it.each([
     ['no certificate', () => ({ httpUseSsl: true, httpServerKey: files.server.key }), /httpUseSsl needs httpServerCert/],
     ['no key', () => ({ httpUseSsl: true, httpServerCert: files.server.cert }), /httpUseSsl needs httpServerKey/],
