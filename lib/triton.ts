@@ -50,8 +50,8 @@ export interface Transport {
   /** Starts listening; resolves with the bound port. */
   start(): Promise<number>;
   /**
-   * Called the moment the server starts stopping, while in-flight work drains; the port stays open (HTTP says
-   * `Connection: close` on every response from then on).
+   * Called the moment the server starts stopping, while in-flight work drains; the port stays open (HTTP answers
+   * every request from then on with `Connection: close`).
    */
   drain?(): void;
   /**

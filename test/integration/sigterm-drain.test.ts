@@ -66,7 +66,7 @@ function countdown(n: number): { tick: () => void; reached: Promise<void> } {
 
 const INFER_BODY = JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, 3], data: [1, 2, 3] }] });
 
-function httpPost(agent: http.Agent, port: number): Promise<{ status: number; body: string }> {
+function httpPost(agent: http.Agent, port: number): Promise<{ status: number; connection: string | undefined; body: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(
       { agent, host: '127.0.0.1', port, method: 'POST', path: '/v2/models/double/infer', headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(INFER_BODY) } },
@@ -74,7 +74,7 @@ function httpPost(agent: http.Agent, port: number): Promise<{ status: number; bo
         let body = '';
         res.setEncoding('utf8');
         res.on('data', (c: string) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection, body }));
         res.on('error', reject);
       },
     );
@@ -89,18 +89,21 @@ async function httpClient(port: number, tally: Tally, warm: () => void): Promise
   let answers = 0;
   try {
     for (;;) {
-      let res: { status: number; body: string };
+      let res: { status: number; connection: string | undefined; body: string };
       try {
         res = await httpPost(agent, port);
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
-        if (code === 'ECONNREFUSED') tally.connectionRefused++;
+        // A connection the closing port refused, or reset before it was established: no request went out.
+        if (code === 'ECONNREFUSED' || (err as NodeJS.ErrnoException).syscall === 'connect') tally.connectionRefused++;
         else tally.lost.push(`HTTP ${code ?? ''} ${(err as Error).message}`);
         return;
       }
       if (++answers === BEFORE_SIGNAL) warm();
       if (res.status === 503) {
-        tally.refused++;
+        // Refused, and told not to send again on this connection.
+        if (res.connection === 'close' && res.body === '{"error":"Server is stopping and accepts no new requests"}') tally.refused++;
+        else tally.lost.push(`HTTP 503 with Connection: ${res.connection ?? '(none)'} and ${res.body}`);
         return;
       }
       const data = res.status === 200 ? (JSON.parse(res.body) as { outputs: { data: number[] }[] }).outputs[0]?.data : undefined;
@@ -264,6 +267,15 @@ const postInfer = (body = HELD_INFER): string =>
 const get = (path: string, extra = ''): string => `GET ${path} HTTP/1.1\r\nHost: x\r\n${extra}\r\n`;
 const STOPPING = { error: 'Server is stopping and accepts no new requests' };
 
+/** A model call the test holds: `running` once the call has begun, `release()` lets it finish. */
+function gate(): { running: Promise<void>; entered: () => void; released: Promise<void>; release: () => void } {
+  let entered!: () => void;
+  let release!: () => void;
+  const running = new Promise<void>((resolve) => (entered = resolve));
+  const released = new Promise<void>((resolve) => (release = resolve));
+  return { running, entered, released, release };
+}
+
 describe('stopping closes each HTTP connection between two exchanges', () => {
   let certificates: TestCertificates;
   beforeAll(() => {
@@ -280,22 +292,22 @@ describe('stopping closes each HTTP connection between two exchanges', () => {
   });
 
   it.each([['HTTP'], ['HTTPS']])(
-    '%s: the response in progress and the requests after the signal are answered in full with Connection: close, and no connection is reset',
+    '%s: every request is answered in full, the ones after the signal 503 with Connection: close, and each connection closes between two exchanges',
     async (scheme) => {
       const secure = scheme === 'HTTPS';
       const config: TritonConfigInit = secure ? { httpUseSsl: true, httpServerCert: certificates.files.server.cert, httpServerKey: certificates.files.server.key } : {};
-      let release!: () => void;
-      const released = new Promise<void>((resolve) => (release = resolve));
-      let started!: () => void;
-      const running = new Promise<void>((resolve) => (started = resolve));
-      // A short exit timeout: a failure before the model is released then ends quickly.
+      // The model's calls, in order, each held until the test releases it (one instance, so one call at a time).
+      const holds = [gate(), gate()];
+      let calls = 0;
+      // A short exit timeout: a failure before the calls are released then ends quickly.
       const server = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent', exitTimeoutSeconds: 2, ...config });
       triton = server;
       server.bind({
         modelName: 'held',
         inferFunc: batch(async ({ x }) => {
-          started();
-          await released;
+          const hold = holds[calls++]!;
+          hold.entered();
+          await hold.released;
           return { y: { ...x!, data: (x!.data as Float32Array).map((v) => v * 2) } };
         }),
         inputs: [{ name: 'x', dtype: 'FP32', shape: [-1] }],
@@ -310,37 +322,49 @@ describe('stopping closes each HTTP connection between two exchanges', () => {
         connections.push(c);
         return c;
       };
+      const expectRefused = (answer: RawAnswer): void => {
+        expect(answer.status).toBe(503);
+        expect(answer.headers.connection).toBe('close');
+        expect(JSON.parse(answer.body)).toEqual(STOPPING);
+      };
+      const expectDoubled = (answer: RawAnswer): void => {
+        expect(answer.status).toBe(200);
+        expect((JSON.parse(answer.body) as { outputs: { data: number[] }[] }).outputs[0]!.data).toEqual([2, 4]);
+      };
 
-      // busy: an infer request in flight when the signal comes. idle: a kept-alive connection between two
-      // requests. fresh: a connection whose first request comes only after the port has closed.
-      const busy = await open();
+      // first, second: infer requests in flight when the signal comes (the second queued behind the first).
+      // idle: a kept-alive connection between two requests. fresh: a connection whose first request comes only
+      // after the port has closed.
+      const first = await open();
+      const second = await open();
       const idle = await open();
       const fresh = await open();
-      const inFlight = busy.request(postInfer());
-      await running;
+      const firstAnswer = first.request(postInfer());
+      await holds[0]!.running;
+      const secondAnswer = second.request(postInfer());
       expect((await idle.request(get('/v2/health/ready'))).status).toBe(200);
       // A later connection answered shows that the server has accepted `fresh` (its accept queue is in order).
       expect((await (await open()).request(get('/v2/health/live', 'Connection: close\r\n'))).status).toBe(200);
 
       const stopped = server.stop();
-      const refused = await idle.request(postInfer());
-      expect(refused.status).toBe(503);
-      expect(refused.headers.connection).toBe('close');
-      expect(JSON.parse(refused.body)).toEqual(STOPPING);
+      // Draining (the port is open, work is in flight): a request on a kept-alive connection is refused, and the
+      // connection closed after the answer.
+      expectRefused(await idle.request(postInfer()));
       expect(await idle.ended).toBe('closed');
+      // A response under way is written in full; the client's next request on the connection is refused.
+      holds[0]!.release();
+      expectDoubled(await firstAnswer);
+      expectRefused(await first.request(postInfer()));
+      expect(await first.ended).toBe('closed');
 
-      release();
-      const answered = await inFlight;
-      expect(answered.status).toBe(200);
-      expect(answered.headers.connection).toBe('close');
-      expect((JSON.parse(answered.body) as { outputs: { data: number[] }[] }).outputs[0]!.data).toEqual([2, 4]);
-      expect(await busy.ended).toBe('closed');
-
+      // The last one in flight: once it is answered the port closes. Its connection, idle, is closed by the
+      // server (an orderly close, not a reset).
+      holds[1]!.release();
+      expectDoubled(await secondAnswer);
       await portClosed(port);
-      const late = await fresh.request(get('/v2/health/ready'));
-      expect(late.status).toBe(503);
-      expect(late.headers.connection).toBe('close');
-      expect(JSON.parse(late.body)).toEqual(STOPPING);
+      expect(await second.ended).toBe('closed');
+      // A connection open before the port closed still gets an answer to its first request.
+      expectRefused(await fresh.request(get('/v2/health/ready')));
       expect(await fresh.ended).toBe('closed');
       expect(await stopped).toBe(0);
     },

@@ -2,9 +2,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Server, type Socket } from 'node:net';
 
 /**
- * How long a closing server keeps a kept-alive connection open after its last response. A client that got
- * that response before the server started stopping may be sending its next request on the connection just
- * then; closing it under that request would reset it, so it is given this long to arrive (and get its 503).
+ * How long a closing server keeps an idle kept-alive connection open after its last response. A client that
+ * had that response may be sending its next request on the connection just then; closing the connection under
+ * that request would reset it, so it is given this long to arrive (and be answered 503).
  */
 const IDLE_LINGER_MS = 100;
 
@@ -18,24 +18,22 @@ interface Carrier {
 
 /**
  * The connections of the HTTP endpoint, tracked so that a stopping server closes each one between two
- * exchanges, never under one: no client sees a reset.
+ * exchanges, never under one: no client sees a reset under a request.
  *
- * Stopping has two steps. `drain()` (the server starts stopping; in-flight inference finishes): every response
- * from then on, those already being prepared included, says `Connection: close` and its connection closes once
- * it is written, so keep-alive clients send no further request on it; the port stays open, and a client that
- * reconnects gets its answer (503 from the stopping server). `close()` (in-flight work is done): the port closes;
- * a request that still arrives on an open connection is refused (`closing`: 503, `Connection: close`); idle
- * connections that have carried requests are closed; a connection whose first request has not arrived yet (a
- * client that has just reconnected) is waited for; and every response under way is written before its
- * connection closes.
+ * Stopping has two steps. `drain()` (the server starts stopping; in-flight inference finishes; the port stays
+ * open): the response to every request that arrives from then on says `Connection: close`, and its connection
+ * closes once it is written, so a keep-alive client sends nothing more on it. Responses already under way keep
+ * their connection open: their client's next request arrives on it and gets its 503 there, rather than racing a
+ * new connection against the port's close. `close()` (in-flight work is done): the port closes; a request that
+ * still arrives on an open connection is refused (`closing`: 503, `Connection: close`); a connection closes once
+ * it has no exchange in progress (a response being written is finished first), an idle one after its linger; a
+ * connection whose first request has not arrived yet (a client that connected just before) is waited for.
  */
 export class ConnectionDrain {
   /** Every open connection (for HTTPS, the TCP socket under the TLS one). */
   private readonly sockets = new Set<Socket>();
   /** Connections that have carried a request. */
   private readonly carriers = new Map<Socket, Carrier>();
-  /** Responses in progress. */
-  private readonly responses = new Set<ServerResponse>();
   private stage: 'serving' | 'draining' | 'closing' = 'serving';
   private onAllClosed: (() => void) | undefined;
 
@@ -54,7 +52,7 @@ export class ConnectionDrain {
     return this.stage === 'closing';
   }
 
-  /** Counts an exchange on its connection until its response is done; while stopping, the response closes the connection. */
+  /** Counts an exchange on its connection until its response is done; once stopping, the response closes the connection. */
   track(req: IncomingMessage, res: ServerResponse): void {
     const socket = req.socket as Socket;
     let carrier = this.carriers.get(socket);
@@ -66,41 +64,29 @@ export class ConnectionDrain {
     }
     const tracked = carrier;
     tracked.inProgress++;
-    this.responses.add(res);
     if (this.stage !== 'serving') res.shouldKeepAlive = false;
     res.once('close', () => {
-      this.responses.delete(res);
       if (--tracked.inProgress > 0) return;
       tracked.idleSince = performance.now();
-      // A response whose headers went out before the drain left its connection open: close it now it is idle.
-      if (this.stage !== 'serving') socket.end();
+      if (this.stage === 'closing') this.closeWhenIdle(socket, tracked);
     });
   }
 
-  /** The server starts stopping: every response not yet begun closes its connection once written. */
+  /** The server starts stopping: the response to every request from now on closes its connection. */
   drain(): void {
-    if (this.stage !== 'serving') return;
-    this.stage = 'draining';
-    for (const res of this.responses) if (!res.headersSent) res.shouldKeepAlive = false;
+    if (this.stage === 'serving') this.stage = 'draining';
   }
 
   /**
-   * Closes the port and each connection once it is idle; resolves when every connection has closed, or after
+   * Closes the port, and each connection once it is idle; resolves when every connection has closed, or after
    * `graceMs` (`destroyAll()` ends what is left).
    */
   close(graceMs: number): Promise<void> {
-    this.drain();
     this.stage = 'closing';
     // net.Server's close, not http.Server's: that one also drops at once every connection without a request in
-    // progress, including those whose first request is on its way, and their clients would see a reset.
+    // progress, including those whose next or first request is on its way, and their clients would see a reset.
     Server.prototype.close.call(this.server);
-    const now = performance.now();
-    for (const [socket, carrier] of this.carriers) {
-      if (carrier.inProgress > 0) continue;
-      const linger = carrier.idleSince + IDLE_LINGER_MS - now;
-      if (linger <= 0) socket.end();
-      else setTimeout(() => carrier.inProgress === 0 && socket.end(), linger).unref();
-    }
+    for (const [socket, carrier] of this.carriers) if (carrier.inProgress === 0) this.closeWhenIdle(socket, carrier);
     if (this.sockets.size === 0) return Promise.resolve();
     return new Promise((resolve) => {
       const done = (): void => {
@@ -117,5 +103,12 @@ export class ConnectionDrain {
   destroyAll(): void {
     for (const socket of this.carriers.keys()) socket.destroy();
     for (const socket of this.sockets) socket.destroy();
+  }
+
+  /** Ends an idle connection once its linger has passed, unless a request has come on it meanwhile. */
+  private closeWhenIdle(socket: Socket, carrier: Carrier): void {
+    const linger = carrier.idleSince + IDLE_LINGER_MS - performance.now();
+    if (linger <= 0) socket.end();
+    else setTimeout(() => carrier.inProgress === 0 && socket.end(), linger).unref();
   }
 }

@@ -70,8 +70,9 @@ export class HttpServer {
   }
 
   /**
-   * The server starts stopping: from now on every response says `Connection: close` and closes its connection
-   * once written, so that keep-alive clients send no further request on it. The port stays open.
+   * The server starts stopping: the answer to every request arriving from now on says `Connection: close` and
+   * closes its connection once written, so that keep-alive clients send no further request on it. The port
+   * stays open.
    */
   drain(): void {
     this.connections.drain();
