@@ -20,7 +20,7 @@ export interface ModelClientOptions {
   ensureModelIsReady?: boolean;
   /** HTTP headers or gRPC metadata sent with every call. */
   headers?: Readonly<Record<string, string>>;
-  /** TLS settings for `grpcs://` URLs: the CA to trust, and a client certificate and key for mutual TLS. */
+  /** TLS settings for `https://` and `grpcs://` URLs: the CA to trust, and a client certificate and key for mutual TLS. */
   tls?: ClientTlsOptions;
 }
 
@@ -88,8 +88,8 @@ const FIRST_POLL_MS = 50;
 const MAX_POLL_MS = 1000;
 
 /**
- * A client for one model on a Triton-compatible server, over HTTP (`http://host:port`) or gRPC
- * (`grpc://host:port`, or `grpcs://host:port` over TLS with the `tls` option), as PyTriton's `ModelClient`. Inputs and outputs are `Tensor`s;
+ * A client for one model on a Triton-compatible server, over HTTP (`http://host:port`, or `https://host:port` over
+ * TLS with the `tls` option) or gRPC (`grpc://host:port`, or `grpcs://host:port` over TLS), as PyTriton's `ModelClient`. Inputs and outputs are `Tensor`s;
  * `inferSample` adds and strips the batch dimension, `inferBatch` sends batches as they are.
  * Every failure is a `ClientError` carrying the server's status.
  */
