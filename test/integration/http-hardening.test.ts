@@ -38,9 +38,9 @@ interface RawAnswer {
 }
 
 /** Sends `raw` on a new connection and reads the one answer until the server closes or the body is complete. */
-function send(raw: string | Buffer): Promise<RawAnswer> {
+function send(raw: string | Buffer, to = port): Promise<RawAnswer> {
   return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1');
+    const socket = net.connect(to, '127.0.0.1');
     const chunks: Buffer[] = [];
     const done = (): void => {
       const text = Buffer.concat(chunks).toString('latin1');
@@ -139,6 +139,33 @@ describe('absolute-form request targets', () => {
     expect(JSON.parse(meta.body)).toMatchObject({ name: 'double' });
     const root = await send(`GET http://localhost HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
     expect(root.status).toBe(404);
+  });
+});
+
+describe('absolute-form request targets and restricted APIs', () => {
+  let restricted: Triton;
+  let restrictedPort: number;
+  beforeAll(async () => {
+    restricted = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent', httpRestrictedApi: 'inference:infer-key=i' });
+    restricted.bind({
+      modelName: 'double',
+      inferFunc: batch(async ({ INPUT0 }) => ({ OUTPUT0: { ...INPUT0!, data: (INPUT0!.data as Float32Array).map((v) => v * 2) } })),
+      inputs: [{ name: 'INPUT0', dtype: 'FP32', shape: [-1] }],
+      outputs: [{ name: 'OUTPUT0', dtype: 'FP32', shape: [-1] }],
+      config: { maxBatchSize: 8 },
+    });
+    await restricted.run();
+    restrictedPort = restricted.ports.http as number;
+  });
+  afterAll(() => restricted.stop());
+
+  it('checks the restriction on the path the request is routed by', async () => {
+    const target = `http://127.0.0.1:${restrictedPort}/v2/models/double/infer`;
+    const refused = await send(post(target), restrictedPort);
+    expect(refused.status).toBe(403);
+    expect(JSON.parse(refused.body)).toEqual({ error: expect.stringContaining('infer-key') });
+    const served = await send(post(target, INFER, 'infer-key: i\r\n'), restrictedPort);
+    expect(served.status).toBe(200);
   });
 });
 
