@@ -40,11 +40,17 @@ export function createTransport(url: string, options: TransportOptions = {}): Cl
     return new GrpcClientTransport(url, `${parsed.hostname}:${parsed.port || '8001'}`, credentials);
   }
   if (scheme === 'http' || scheme === 'https') {
-    if (!parsed.port) parsed.port = '8000';
+    // The URL parser drops a port that is the scheme's default (80, 443): only a URL without one means Triton's 8000.
+    if (!parsed.port && !hasPort(withScheme)) parsed.port = '8000';
     if (scheme === 'https') checkClientCertificate(options.tls ?? {});
     return new HttpClientTransport(url, parsed, options.tls);
   }
   throw new ClientError('INVALID_ARGUMENT', `unsupported URL scheme '${scheme}' in ${JSON.stringify(url)}: use http://, https://, grpc:// or grpcs://`);
+}
+
+/** True when the URL's authority names a port. */
+function hasPort(url: string): boolean {
+  return /^[a-z][a-z0-9+.-]*:\/\/(?:[^@/?#]*@)?(?:\[[^\]]*\]|[^:/?#]*):\d/i.test(url);
 }
 
 /** A client certificate comes with its key: either without the other is refused here, by name. */

@@ -272,6 +272,23 @@ describe('ModelClient without a server', () => {
     }
   });
 
+  it("keeps a port that is the scheme's default (http://host:80), and uses 8000 only when none is written", async () => {
+    const seen: string[] = [];
+    const port80 = http.createServer((req, res) => {
+      seen.push(req.url ?? '');
+      res.writeHead(200).end();
+    });
+    await new Promise<void>((resolve, reject) => port80.once('error', reject).listen(80, '127.0.0.1', resolve));
+    const c = new ModelClient('http://127.0.0.1:80', 'm');
+    try {
+      await c.waitForServer({ timeoutSeconds: 5 });
+      expect(seen).toContain('/v2/health/ready');
+    } finally {
+      c.close();
+      await new Promise((resolve) => port80.close(resolve));
+    }
+  });
+
   it.each(['ftp://x:1', 'ws://x:1'])('rejects the URL %s', (u) => {
     expect(() => new ModelClient(u, 'm')).toThrow(/unsupported URL scheme/);
   });
