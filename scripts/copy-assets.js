@@ -4,7 +4,7 @@ const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
 const pairs = [
-  ['lib/server/grpc/proto', 'dist/lib/server/grpc/proto'],
+  ['lib/protocol/proto', 'dist/lib/protocol/proto'],
   ['examples/ensemble', 'dist/examples/ensemble', (f) => f.endsWith('.onnx')],
 ];
 for (const [from, to, keep = () => true] of pairs) {

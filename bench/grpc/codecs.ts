@@ -9,8 +9,8 @@
 import type * as grpc from '@grpc/grpc-js';
 import { decodeModelInferRequest } from '../../lib/server/grpc/infer-request-decoder';
 import { encodeModelInferResponse } from '../../lib/server/grpc/infer-response-encoder';
-import type { ModelInferRequestMessage, ModelInferResponseMessage } from '../../lib/server/grpc/messages';
-import { loadProtos } from '../../lib/server/grpc/protos';
+import type { ModelInferRequestMessage, ModelInferResponseMessage } from '../../lib/protocol/messages';
+import { loadProtos } from '../../lib/protocol/protos';
 
 const def = loadProtos('string').inference.ModelInfer as grpc.MethodDefinition<ModelInferRequestMessage, ModelInferResponseMessage>;
 const request = def.requestSerialize({

@@ -15,8 +15,8 @@ import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { ModelInferRequestMessage, ModelInferResponseMessage } from '../../lib/server/grpc/messages';
-import { loadProtos } from '../../lib/server/grpc/protos';
+import type { ModelInferRequestMessage, ModelInferResponseMessage } from '../../lib/protocol/messages';
+import { loadProtos } from '../../lib/protocol/protos';
 import { ServerProc, killChildren, spawnNode } from '../http/server-proc';
 import type { LoadMessage, LoadReply, LoadResult, LoadSpec } from './loadgen';
 

@@ -4,8 +4,8 @@
  * validation, queueing or batching: what grpc-js and the proto codec cost by themselves.
  */
 import * as grpc from '@grpc/grpc-js';
-import type { ModelInferRequestMessage, ModelInferResponseMessage } from '../../lib/server/grpc/messages';
-import { loadProtos } from '../../lib/server/grpc/protos';
+import type { ModelInferRequestMessage, ModelInferResponseMessage } from '../../lib/protocol/messages';
+import { loadProtos } from '../../lib/protocol/protos';
 import { runServerChild } from '../http/child';
 
 runServerChild(async () => {

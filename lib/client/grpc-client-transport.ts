@@ -4,7 +4,7 @@ import type { ModelConfigJson } from '../config/triton-model-config';
 import { GrpcStatus, TritonError } from '../errors';
 import type { NamedTensor } from '../model/inference';
 import type { ModelMetadata } from '../model/model';
-import { toInferParameters } from '../server/grpc/infer-parameter';
+import { toInferParameters } from '../protocol/infer-parameter';
 import type {
   ModelConfigResponseMessage,
   ModelInferRequestMessage,
@@ -12,9 +12,9 @@ import type {
   ModelMetadataResponseMessage,
   ModelRequestMessage,
   ModelStreamInferResponseMessage,
-} from '../server/grpc/messages';
-import { loadProtos } from '../server/grpc/protos';
-import { decodeTensorContents } from '../server/grpc/tensor-contents';
+} from '../protocol/messages';
+import { loadProtos } from '../protocol/protos';
+import { decodeTensorContents } from '../protocol/tensor-contents';
 import { decodeBinary, encodeBinary } from '../tensor/binary-codec';
 import { isDataType } from '../tensor/dtype';
 import { ClientError, abortedError } from './client-error';

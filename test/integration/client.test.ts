@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { Triton, tensor, type Request, type Response, type TritonConfigInit } from 'tstriton';
 import { ClientError, ModelClient } from 'tstriton/client';
 import { batch, sample } from 'tstriton/decorators';
-import { loadProtos } from '../../lib/server/grpc/protos';
+import { loadProtos } from '../../lib/protocol/protos';
 
 /** A callable that holds every request until `open()`; records the first start and abort. */
 class Gate {

@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import * as grpc from '@grpc/grpc-js';
 import { Triton, type Request, type Response, type TritonConfigInit } from 'tstriton';
-import { loadProtos } from '../../lib/server/grpc/protos';
-import type { ModelInferRequestMessage, ModelInferResponseMessage, ModelStreamInferResponseMessage } from '../../lib/server/grpc/messages';
+import { loadProtos } from '../../lib/protocol/protos';
+import type { ModelInferRequestMessage, ModelInferResponseMessage, ModelStreamInferResponseMessage } from '../../lib/protocol/messages';
 
 jest.setTimeout(60_000);
 

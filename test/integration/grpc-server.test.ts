@@ -1,14 +1,14 @@
 import * as grpc from '@grpc/grpc-js';
 import { DATA_TYPES, DTYPES, Triton, TritonError, type DataType, type Request, type Response, type TritonConfigInit } from 'tstriton';
 import { batch } from 'tstriton/decorators';
-import { loadProtos } from '../../lib/server/grpc/protos';
+import { loadProtos } from '../../lib/protocol/protos';
 import type {
   HealthCheckResponseMessage,
   ModelConfigResponseMessage,
   ModelInferRequestMessage,
   ModelInferResponseMessage,
   ModelStreamInferResponseMessage,
-} from '../../lib/server/grpc/messages';
+} from '../../lib/protocol/messages';
 
 // ---- helpers -------------------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { Triton, type TritonConfigInit } from 'tstriton';
 import { batch } from 'tstriton/decorators';
-import { loadProtos } from '../../lib/server/grpc/protos';
+import { loadProtos } from '../../lib/protocol/protos';
 
 // Restricted APIs (`httpRestrictedApi`, `grpcRestrictedProtocol`) and model control mode on real servers.
 

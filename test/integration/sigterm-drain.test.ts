@@ -8,8 +8,8 @@ import * as grpc from '@grpc/grpc-js';
 import { Triton, type TritonConfigInit } from 'tstriton';
 import { batch } from 'tstriton/decorators';
 import { makeTestCertificates, type TestCertificates } from '../helpers/certificates';
-import { loadProtos } from '../../lib/server/grpc/protos';
-import type { ModelInferResponseMessage } from '../../lib/server/grpc/messages';
+import { loadProtos } from '../../lib/protocol/protos';
+import type { ModelInferResponseMessage } from '../../lib/protocol/messages';
 
 // SIGTERM under load, against a server in a process of its own that stops through serve(): every request gets
 // its answer (200 with the right numbers, or 503 / UNAVAILABLE once the server stops), no connection is reset,

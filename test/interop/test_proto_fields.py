@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Our .proto files (lib/server/grpc/proto) against tritonclient's generated descriptors.
+"""Our .proto files (lib/protocol/proto) against tritonclient's generated descriptors.
 
 Every message, enum and service in tritonclient's `model_config_pb2` and `service_pb2` must match ours
 (field names, numbers, types, labels, type names, oneof membership; enum values; RPC names, request/response
@@ -17,7 +17,7 @@ import tempfile
 from google.protobuf import descriptor_pb2, descriptor_pool
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_PROTO_DIR = os.path.join(HERE, "..", "..", "lib", "server", "grpc", "proto")
+DEFAULT_PROTO_DIR = os.path.join(HERE, "..", "..", "lib", "protocol", "proto")
 FILES = ["model_config.proto", "grpc_service.proto", "health.proto"]
 
 

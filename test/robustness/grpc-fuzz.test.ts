@@ -1,8 +1,8 @@
 import * as http2 from 'node:http2';
 import { gzipSync } from 'node:zlib';
 import * as grpc from '@grpc/grpc-js';
-import type { InferParameterMessage, ModelInferRequestMessage, ModelStreamInferResponseMessage } from '../../lib/server/grpc/messages';
-import { loadProtos } from '../../lib/server/grpc/protos';
+import type { InferParameterMessage, ModelInferRequestMessage, ModelStreamInferResponseMessage } from '../../lib/protocol/messages';
+import { loadProtos } from '../../lib/protocol/protos';
 import { INFER_METHOD, INFER_PATH, Rng, expectGrpcServes, preview, rawModelInfer, startServer, suiteSeed, type ChildServer } from './helpers';
 
 // ModelInfer calls whose message is arbitrary bytes (a passthrough serializer): mutated valid encodings, truncated

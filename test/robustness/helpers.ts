@@ -4,8 +4,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import * as net from 'node:net';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { loadProtos } from '../../lib/server/grpc/protos';
-import type { ModelInferRequestMessage, ModelInferResponseMessage } from '../../lib/server/grpc/messages';
+import { loadProtos } from '../../lib/protocol/protos';
+import type { ModelInferRequestMessage, ModelInferResponseMessage } from '../../lib/protocol/messages';
 import type { ServerReady } from './fuzz-server';
 
 // ---- a seeded generator ---------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import type { GrpcContext } from './grpc-context';
 import { healthService } from './health-service';
 import { inferenceService } from './inference-service';
 import { encodeModelInferResponse, encodeModelStreamInferResponse } from './infer-response-encoder';
-import { loadProtos } from './protos';
+import { loadProtos } from '../../protocol/protos';
 import { toGrpcStatus } from './grpc-status';
 import { GRPC_API_GROUPS, GRPC_RESTRICTED_PREFIX, RestrictedApis, grpcRestrictedError } from '../restricted-api';
 

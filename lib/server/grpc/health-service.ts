@@ -2,7 +2,7 @@ import type { ServerUnaryCall, ServerWritableStream, UntypedServiceImplementatio
 import { TritonError } from '../../errors';
 import type { GrpcContext } from './grpc-context';
 import { toGrpcStatus } from './grpc-status';
-import type { HealthCheckResponseMessage } from './messages';
+import type { HealthCheckResponseMessage } from '../../protocol/messages';
 
 /**
  * `grpc.health.v1.Health`, as Triton registers it: `Check` ignores the service name and answers SERVING

@@ -8,7 +8,7 @@ import type {
   InferTensorContentsMessage,
   Int64,
   ModelInferRequestMessage,
-} from './messages';
+} from '../../protocol/messages';
 
 /** Wire types: how a field's value is laid out. */
 const VARINT = 0;

@@ -1,4 +1,4 @@
-import type { InferOutputTensorMessage, InferParameterMap, InferParameterMessage, Int64, ModelInferResponseMessage, ModelStreamInferResponseMessage } from './messages';
+import type { InferOutputTensorMessage, InferParameterMap, InferParameterMessage, Int64, ModelInferResponseMessage, ModelStreamInferResponseMessage } from '../../protocol/messages';
 
 /**
  * Direct protobuf encoders for `inference.ModelInferResponse` and `ModelStreamInferResponse`, the hot

@@ -7,7 +7,7 @@ import type {
   ModelMetadataResponseMessage,
   ModelRequestMessage,
   ServerMetadataResponseMessage,
-} from './messages';
+} from '../../protocol/messages';
 import { modelInfer } from './model-infer';
 import { refuseOverrides } from '../extensions';
 import { modelStreamInfer } from './model-stream-infer';

@@ -8,7 +8,7 @@ import { stoppingError, type GrpcContext } from './grpc-context';
 import { toGrpcStatus } from './grpc-status';
 import { decodeGrpcInfer, encodeGrpcInfer, grpcOutputHandling, parseModelInferRequest, type OutputHandling } from './infer-codec';
 
-import type { ModelInferResponseMessage } from './messages';
+import type { ModelInferResponseMessage } from '../../protocol/messages';
 
 /**
  * The unary ModelInfer RPC: parse the received bytes, decode, run through the server core (validation, queueing,

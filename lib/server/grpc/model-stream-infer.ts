@@ -7,7 +7,7 @@ import type { TrackedCall } from './call-tracker';
 import { stoppingError, type GrpcContext } from './grpc-context';
 import { toGrpcStatus } from './grpc-status';
 import { decodeGrpcInfer, encodeGrpcInfer, grpcOutputHandling, parseModelInferRequest } from './infer-codec';
-import type { InferParameterMap, ModelInferRequestMessage, ModelInferResponseMessage, ModelStreamInferResponseMessage } from './messages';
+import type { InferParameterMap, ModelInferRequestMessage, ModelInferResponseMessage, ModelStreamInferResponseMessage } from '../../protocol/messages';
 
 /** Every response of a non-decoupled model is its request's last: perf_analyzer and tritonclient read this flag. */
 const FINAL: InferParameterMap = { triton_final_response: { bool_param: true } };

@@ -3,7 +3,7 @@ import { TritonError } from '../../../lib/errors';
 import type { Model } from '../../../lib/model/model';
 import { decodeGrpcInfer, encodeGrpcInfer, grpcOutputHandling } from '../../../lib/server/grpc/infer-codec';
 import { SharedMemoryManager } from '../../../lib/server/shared-memory';
-import type { ModelInferRequestMessage } from '../../../lib/server/grpc/messages';
+import type { ModelInferRequestMessage } from '../../../lib/protocol/messages';
 
 /** decodeGrpcInfer reads only the model's name and version; validation against specs is the model's job. */
 const model = { name: 'm', version: '3' } as unknown as Model;

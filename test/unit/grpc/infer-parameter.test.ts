@@ -1,4 +1,4 @@
-import { fromInferParameters, int64Value, toInferParameters } from '../../../lib/server/grpc/infer-parameter';
+import { fromInferParameters, int64Value, toInferParameters } from '../../../lib/protocol/infer-parameter';
 
 describe('fromInferParameters', () => {
   it.each([

@@ -2,8 +2,8 @@ import type { MethodDefinition } from '@grpc/grpc-js';
 import { TritonError } from '../../../lib/errors';
 import { parseModelInferRequest } from '../../../lib/server/grpc/infer-codec';
 import { decodeModelInferRequest } from '../../../lib/server/grpc/infer-request-decoder';
-import type { ModelInferRequestMessage, ModelInferResponseMessage } from '../../../lib/server/grpc/messages';
-import { loadProtos } from '../../../lib/server/grpc/protos';
+import type { ModelInferRequestMessage, ModelInferResponseMessage } from '../../../lib/protocol/messages';
+import { loadProtos } from '../../../lib/protocol/protos';
 
 const infer = loadProtos('string').inference.ModelInfer as MethodDefinition<ModelInferRequestMessage, ModelInferResponseMessage>;
 

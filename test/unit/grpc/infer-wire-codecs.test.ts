@@ -1,8 +1,8 @@
 import type { MethodDefinition } from '@grpc/grpc-js';
 import { decodeModelInferRequest } from '../../../lib/server/grpc/infer-request-decoder';
 import { encodeModelInferResponse, encodeModelStreamInferResponse } from '../../../lib/server/grpc/infer-response-encoder';
-import type { InferParameterMap, Int64, ModelInferRequestMessage, ModelInferResponseMessage, ModelStreamInferResponseMessage } from '../../../lib/server/grpc/messages';
-import { loadProtos } from '../../../lib/server/grpc/protos';
+import type { InferParameterMap, Int64, ModelInferRequestMessage, ModelInferResponseMessage, ModelStreamInferResponseMessage } from '../../../lib/protocol/messages';
+import { loadProtos } from '../../../lib/protocol/protos';
 
 // The direct codecs are checked against proto-loader's (protobufjs) on the same .proto files.
 const inference = loadProtos('string').inference;

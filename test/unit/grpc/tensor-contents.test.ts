@@ -1,6 +1,6 @@
 import type { DataType } from '../../../lib/tensor/dtype';
-import { decodeTensorContents } from '../../../lib/server/grpc/tensor-contents';
-import type { InferTensorContentsMessage } from '../../../lib/server/grpc/messages';
+import { decodeTensorContents } from '../../../lib/protocol/tensor-contents';
+import type { InferTensorContentsMessage } from '../../../lib/protocol/messages';
 
 const WHAT = "input 'X' for model 'm'";
 

@@ -1,6 +1,6 @@
-import { TritonError } from '../../errors';
-import { DTYPES, type DataType, type TensorData } from '../../tensor/dtype';
-import { elementCount } from '../../tensor/tensor';
+import { TritonError } from '../errors';
+import { DTYPES, type DataType, type TensorData } from '../tensor/dtype';
+import { elementCount } from '../tensor/tensor';
 import type { InferTensorContentsMessage, Int64 } from './messages';
 
 type ContentsField = keyof InferTensorContentsMessage;

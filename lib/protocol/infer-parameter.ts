@@ -1,5 +1,5 @@
-import type { ParameterValue } from '../../callable';
-import { TritonError } from '../../errors';
+import type { ParameterValue } from '../callable';
+import { TritonError } from '../errors';
 import type { InferParameterMap, InferParameterMessage, Int64 } from './messages';
 
 /**
