@@ -1,6 +1,6 @@
 import type { DataType, TensorData } from './tensor/dtype';
 import type { Tensor } from './tensor/tensor';
-import type { InstanceContext } from './instances/instance';
+import type { InstanceContext } from './instance-context';
 
 /** A request parameter value (string, integer, boolean or double; 64-bit integers as BigInt). */
 export type ParameterValue = string | number | boolean | bigint;

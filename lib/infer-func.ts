@@ -1,6 +1,6 @@
 import { isMarkedCallable, type InferCallable } from './callable';
 import { TritonError } from './errors';
-import type { InstanceContext } from './instances/instance';
+import type { InstanceContext } from './instance-context';
 
 /**
  * What `bind()` accepts as `inferFunc`: a raw callable, an object with a decorated method, a class, a factory

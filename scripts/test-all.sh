@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every suite — type-check, lint, jest (unit + integration), interop (pytest with Triton's clients) —
+# Runs every suite — type-check, lint, import cycles, jest (unit + integration), interop (pytest with Triton's clients) —
 # and ends with one line: "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
@@ -17,6 +17,7 @@ step() { # name, command...: a check that counts as one test
 step build npm run --silent build
 step typecheck npx tsc -p tsconfig.json --noEmit
 step lint npx eslint .
+step cycles node scripts/check-cycles.js
 
 npx jest --ci --json --outputFile="$out/jest.json" 2>&1 | tail -60
 if [ -s "$out/jest.json" ]; then

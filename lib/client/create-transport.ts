@@ -3,16 +3,7 @@ import { ClientError } from './client-error';
 import type { ClientTransport } from './client-transport';
 import { GrpcClientTransport } from './grpc-client-transport';
 import { HttpClientTransport } from './http-client-transport';
-
-/** TLS settings of a client: PEM text (a string or its bytes), as Node's `tls` options take them. */
-export interface ClientTlsOptions {
-  /** CA certificate(s) the server's certificate must chain to; the system's roots when omitted. */
-  ca?: string | Buffer;
-  /** Client certificate (chain), for servers that require one (mutual TLS); needs `key`. */
-  cert?: string | Buffer;
-  /** Private key of `cert`. */
-  key?: string | Buffer;
-}
+import type { ClientTlsOptions } from './client-tls';
 
 /** Settings of the transport that `createTransport` makes. */
 export interface TransportOptions {

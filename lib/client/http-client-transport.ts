@@ -1,11 +1,11 @@
 import * as http from 'node:http';
 import * as https from 'node:https';
-import type { ClientTlsOptions } from './create-transport';
+import type { ClientTlsOptions } from './client-tls';
 import type { ParameterValue } from '../callable';
 import type { ModelConfigJson } from '../config/triton-model-config';
 import { TritonError } from '../errors';
 import type { NamedTensor } from '../model/inference';
-import type { ModelMetadata } from '../model/model';
+import type { ModelMetadata } from '../protocol/model-metadata';
 import { decodeBinary, encodeBinary } from '../tensor/binary-codec';
 import { DTYPES, isDataType } from '../tensor/dtype';
 import { decodeJsonData, encodeJsonData } from '../tensor/json-codec';

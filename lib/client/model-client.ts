@@ -1,11 +1,12 @@
 import type { ParameterValue } from '../callable';
 import type { ModelConfigJson } from '../config/triton-model-config';
-import type { ModelMetadata } from '../model/model';
+import type { ModelMetadata } from '../protocol/model-metadata';
 import type { Tensor } from '../tensor/tensor';
 import { raceAbort, sleep } from './abortable-wait';
 import { ClientError } from './client-error';
 import type { CallSettings, ClientTransport, StreamSettings } from './client-transport';
-import { createTransport, type ClientTlsOptions } from './create-transport';
+import type { ClientTlsOptions } from './client-tls';
+import { createTransport } from './create-transport';
 import { toNamedTensors, type InferInputs } from './infer-inputs';
 
 /** Settings of a `ModelClient`, as PyTriton's `ModelClient` arguments. */

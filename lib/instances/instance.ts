@@ -1,26 +1,7 @@
 import type { Request, Response, StreamItem } from '../callable';
-import type { ModelConfigJson } from '../config/triton-model-config';
+import type { Device, InstanceContext } from '../instance-context';
 
-/** Device kinds an instance can be bound to. */
-export type DeviceKind = 'cpu' | 'gpu';
-
-/** The device an instance runs on. */
-export interface Device {
-  readonly kind: DeviceKind;
-  readonly id: number;
-}
-
-/** What an instance learns when it starts, as Triton's Python backend `initialize(args)`. */
-export interface InstanceContext {
-  readonly modelName: string;
-  readonly modelVersion: string;
-  /** The generated model config (Triton's JSON form). */
-  readonly modelConfig: ModelConfigJson;
-  readonly instanceName: string;
-  readonly device: Device;
-  /** The `data` given to `workers({ data })`: settings for the callable, structured-cloned into the worker. */
-  readonly data?: unknown;
-}
+export type { Device, DeviceKind, InstanceContext } from '../instance-context';
 
 /** Executes batches of requests. One batch is one unit of work. */
 export interface Instance {
