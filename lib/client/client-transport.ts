@@ -1,7 +1,7 @@
 import type { ParameterValue } from '../callable';
 import type { ModelConfigJson } from '../config/triton-model-config';
 import type { NamedTensor } from '../model/inference';
-import type { ModelMetadata } from '../model/model';
+import type { ModelMetadata } from '../protocol/model-metadata';
 
 /** Per-call settings every transport honours. */
 export interface CallSettings {

@@ -3,7 +3,7 @@ import type { ParameterValue } from '../callable';
 import type { ModelConfigJson } from '../config/triton-model-config';
 import { GrpcStatus, TritonError } from '../errors';
 import type { NamedTensor } from '../model/inference';
-import type { ModelMetadata } from '../model/model';
+import type { ModelMetadata } from '../protocol/model-metadata';
 import { toInferParameters } from '../protocol/infer-parameter';
 import type {
   ModelConfigResponseMessage,

@@ -1,6 +1,6 @@
 import type { DataType, TensorData } from '../tensor/dtype';
 import type { NamedTensor } from '../model/inference';
-import type { ModelMetadata } from '../model/model';
+import type { ModelMetadata } from '../protocol/model-metadata';
 import { tensor, type Tensor } from '../tensor/tensor';
 import { ClientError } from './client-error';
 

@@ -1,4 +1,5 @@
 export { Model } from './model';
-export type { ModelInit, ModelState, ModelMetadata } from './model';
+export type { ModelInit, ModelState } from './model';
+export type { ModelMetadata } from '../protocol/model-metadata';
 export { ModelRepository } from './model-repository';
 export type { InferenceRequest, InferenceResponse, NamedTensor } from './inference';

@@ -1,0 +1,43 @@
+import { buildModelConfigJson, type ModelConfigJson, type ModelDescription } from '../config/triton-model-config';
+import type { NamedTensorSpec } from '../config/tensor-spec';
+import type { Instance } from '../instances/instance';
+import type { ModelMetadata } from '../protocol/model-metadata';
+import type { ModelInit } from './model';
+
+
+/** A model's config (`GET /v2/models/{m}/config`) and metadata (`GET /v2/models/{m}`), built once at bind. */
+export function describeModel(init: ModelInit, maxBatchSize: number): { configJson: ModelConfigJson; metadata: ModelMetadata } {
+  const description: ModelDescription = {
+    name: init.name,
+    platform: init.platform ?? '',
+    backend: init.backend ?? 'tstriton',
+    defaultModelFilename: init.defaultModelFilename,
+    inputs: init.inputs,
+    outputs: init.outputs,
+    config: init.config,
+    instanceGroups: init.instanceGroups ?? groupInstances(init.instances),
+    extra: init.configExtra,
+  };
+  const batchDim = maxBatchSize > 0 ? [-1] : [];
+  const specJson = (s: NamedTensorSpec) => ({ name: s.name, datatype: s.dtype, shape: [...batchDim, ...s.shape] });
+  const metadata: ModelMetadata = {
+    name: init.name,
+    versions: [init.version],
+    platform: description.platform || description.backend,
+    inputs: init.inputs.map(specJson),
+    outputs: init.outputs.map(specJson),
+  };
+  return { configJson: buildModelConfigJson(description), metadata };
+}
+
+function groupInstances(instances: readonly Instance[]): ModelDescription['instanceGroups'] {
+  const cpu = instances.filter((i) => i.device.kind === 'cpu').length;
+  const gpus = instances.filter((i) => i.device.kind === 'gpu').map((i) => i.device.id);
+  const groups: { kind: 'KIND_CPU' | 'KIND_GPU'; count: number; gpus: number[] }[] = [];
+  if (cpu > 0) groups.push({ kind: 'KIND_CPU', count: cpu, gpus: [] });
+  if (gpus.length > 0) {
+    const distinct = [...new Set(gpus)].sort((a, b) => a - b);
+    groups.push({ kind: 'KIND_GPU', count: gpus.length / distinct.length, gpus: distinct });
+  }
+  return groups;
+}

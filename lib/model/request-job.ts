@@ -1,0 +1,112 @@
+import { MOVABLE_BUFFER, type Request } from '../callable';
+import { CANCELLATION, type Cancellation } from '../cancellation';
+import { TritonError } from '../errors';
+import { MAX_TIMER_MS } from '../scheduler/priority-queue';
+import type { EnqueueOptions } from '../scheduler/scheduler';
+import type { InferenceRequest } from './inference';
+
+/** What a job tells when it ends: the model counts the requests it holds. */
+export interface JobOwner {
+  jobReleased(): void;
+}
+
+/** The request the scheduler and the callable see; its AbortSignal is made only if the callable asks. */
+export class ScheduledRequest implements Request {
+  infer: Request['infer'];
+  readonly [CANCELLATION]: Cancellation;
+  readonly [MOVABLE_BUFFER]: ArrayBufferLike | undefined;
+
+  constructor(
+    readonly inputs: Request['inputs'],
+    readonly parameters: Request['parameters'],
+    readonly requestedOutputs: readonly string[],
+    readonly id: string,
+    cancellation: Cancellation,
+    movableBuffer: ArrayBufferLike | undefined,
+  ) {
+    this[CANCELLATION] = cancellation;
+    this[MOVABLE_BUFFER] = movableBuffer;
+  }
+
+  get signal(): AbortSignal {
+    return this[CANCELLATION].signal;
+  }
+}
+
+function cancelReason(reason: unknown): TritonError {
+  return reason instanceof TritonError ? reason : new TritonError('CANCELLED', 'request cancelled');
+}
+
+/**
+ * Everything one request needs while it lives: the validated request for the scheduler, a cancellation that
+ * fires when the client goes away, when the request is cancelled, or at its deadline (the `timeout`
+ * parameter, or the transport's deadline), and the cleanup that releases all of it. One object per request
+ * (not a bag of closures): it is made on the hot path.
+ */
+export class RequestJob implements EnqueueOptions {
+  /** Queue placement (the job is its own EnqueueOptions). */
+  readonly priority: number | undefined;
+  readonly timeoutMicroseconds: number | undefined;
+  /** When the request arrived (performance.now()). */
+  readonly start = performance.now();
+  private readonly unfollow: (() => void) | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private deadline: Promise<never> | undefined;
+  private released = false;
+
+  constructor(
+    private readonly owner: JobOwner,
+    req: InferenceRequest,
+    readonly request: ScheduledRequest,
+    readonly rows: number,
+    readonly batchKey: string,
+    readonly cancellation: Cancellation,
+  ) {
+    this.priority = req.priority;
+    this.timeoutMicroseconds = req.timeoutMicroseconds;
+    this.unfollow = req.signal ? cancellation.follow(req.signal) : undefined;
+    const timeoutMs = req.deadline !== undefined ? req.deadline - Date.now() : req.timeoutMicroseconds ? req.timeoutMicroseconds / 1000 : undefined;
+    if (timeoutMs !== undefined && timeoutMs <= MAX_TIMER_MS) {
+      this.deadline = new Promise<never>((_, reject) => {
+        this.timer = setTimeout(() => {
+          // Still queued: the queue's own timeout error. Running: the deadline ends it, and the callable sees the signal.
+          cancellation.abort(new TritonError('UNAVAILABLE', 'Request timeout expired'));
+          reject(new TritonError('DEADLINE_EXCEEDED', `[request id: ${req.id || '<id_unknown>'}] Request timeout expired after ${Math.round(timeoutMs)} ms`));
+        }, Math.max(0, timeoutMs));
+      });
+      this.deadline.catch(() => {}); // only raced: never an unhandled rejection
+    }
+  }
+
+  /** Races `work` against the request's deadline, if it has one. */
+  race<V>(work: Promise<V>): Promise<V> {
+    return this.deadline ? Promise.race([work, this.deadline]) : work;
+  }
+
+  elapsedNs(): number {
+    return Math.round((performance.now() - this.start) * 1e6);
+  }
+
+  cancel(): void {
+    this.cancellation.abort();
+  }
+
+  /** A request whose client left (or whose deadline passed) fails even if its callable finished. */
+  throwIfCancelled(): void {
+    if (this.cancellation.aborted) throw cancelReason(this.cancellation.reason);
+  }
+
+  /** A client that went away explains the failure better than what its abort caused downstream. */
+  error(err: unknown): unknown {
+    const { aborted, reason } = this.cancellation;
+    return aborted && (reason as TritonError | undefined)?.code === 'CANCELLED' ? cancelReason(reason) : err;
+  }
+
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.owner.jobReleased();
+    if (this.timer) clearTimeout(this.timer);
+    this.unfollow?.();
+  }
+}
