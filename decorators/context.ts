@@ -1,4 +1,5 @@
-import { NEVER_ABORTED, type InstanceContext, type OutputValue, type ParameterValue, type Request, type Tensor } from '../lib';
+import { NEVER_ABORTED } from '../lib/callable-marks';
+import type { InstanceContext, OutputValue, ParameterValue, Request, Tensor } from '../lib';
 
 /**
  * What a decorated function learns about its call: the instance running it, the requests, and a signal.

@@ -1,4 +1,5 @@
-import { CALLABLE_MARK, TritonError, type InstanceContext, type MarkedCallable, type Request, type Response, type Tensor } from '../lib';
+import { CALLABLE_MARK, type MarkedCallable } from '../lib/callable-marks';
+import { TritonError, type InstanceContext, type Request, type Response, type Tensor } from '../lib';
 import { isBatchContext, type BatchContext, type BatchFn, type BatchOutputs } from './context';
 
 /**

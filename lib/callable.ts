@@ -80,17 +80,3 @@ export type DecoupledCallable = (requests: Request[], instance?: InstanceContext
  * instance may move to another thread (see `InferenceRequest.movableBuffer`).
  */
 export const MOVABLE_BUFFER: unique symbol = Symbol('tstriton.movableBuffer');
-
-/** An AbortSignal that never fires, for requests that carry none. */
-export const NEVER_ABORTED: AbortSignal = new AbortController().signal;
-
-/** Marks a function made by `@batch`, `@sample` or their wrappers as a ready raw callable. */
-export const CALLABLE_MARK: unique symbol = Symbol.for('tstriton.callable');
-
-/** A raw callable carrying the decorator that made it. */
-export type MarkedCallable = InferCallable & { [CALLABLE_MARK]?: string };
-
-/** True if `fn` was made by one of the decorators. */
-export function isMarkedCallable(fn: unknown): fn is MarkedCallable {
-  return typeof fn === 'function' && (fn as MarkedCallable)[CALLABLE_MARK] !== undefined;
-}

@@ -3,8 +3,7 @@ export { Triton } from './triton';
 export type { BindOptions, Transport } from './triton';
 export { TritonError, UnrecoverableError, ERROR_CODES, GrpcStatus, toTritonError } from './errors';
 export type { ErrorCode } from './errors';
-export { CALLABLE_MARK, NEVER_ABORTED, isMarkedCallable } from './callable';
-export type { Request, Response, InferCallable, DecoupledCallable, StreamItem, InferCall, MarkedCallable, OutputValue, ParameterValue } from './callable';
+export type { Request, Response, InferCallable, DecoupledCallable, StreamItem, InferCall, OutputValue, ParameterValue } from './callable';
 export { instanceFactory } from './infer-func';
 export type { InferFunc, LifecycleHooks, InstanceFactory, InstanceTarget } from './infer-func';
 export { workers } from './instances';
@@ -21,7 +20,6 @@ export {
   WarmupSetting,
   TritonConfig,
   buildModelConfigJson,
-  toPbtxt,
 } from './config';
 export type {
   TensorSpecInit,
@@ -36,8 +34,8 @@ export type {
 } from './config';
 export { DTYPES, DATA_TYPES, tensor, elementCount, concatBatch, sliceBatch } from './tensor';
 export type { DataType, Tensor, TensorData } from './tensor';
-export { Model, ModelRepository } from './model';
+export { ModelRepository } from './model';
 export type { InferenceRequest, InferenceResponse, ModelMetadata } from './model';
 export type { Device, DeviceKind, Instance } from './instances';
-export type { ServerCore, ServerMetadata } from './server/server-core';
+export type { ServerMetadata } from './server/server-core';
 export { VERSION } from './version';

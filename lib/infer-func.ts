@@ -1,4 +1,5 @@
-import { isMarkedCallable, type InferCallable } from './callable';
+import type { InferCallable } from './callable';
+import { isMarkedCallable } from './callable-marks';
 import { TritonError } from './errors';
 import type { InstanceContext } from './instance-context';
 

@@ -1,6 +1,7 @@
 import { extname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { NEVER_ABORTED, type Request, type Response, type StreamItem } from '../callable';
+import type { Request, Response, StreamItem } from '../callable';
+import { NEVER_ABORTED } from '../callable-marks';
 import { cancellationOf } from '../cancellation';
 import { TritonError, UnrecoverableError } from '../errors';
 import { HealthListeners } from './health-listeners';

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { NEVER_ABORTED, type Request } from '../callable';
+import type { Request } from '../callable';
+import { NEVER_ABORTED } from '../callable-marks';
 import type { WarmupSetting } from '../config/model-config';
 import type { NamedTensorSpec } from '../config/tensor-spec';
 import { TritonError } from '../errors';

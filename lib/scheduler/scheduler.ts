@@ -1,5 +1,6 @@
 import { TritonError, toTritonError } from '../errors';
-import { NEVER_ABORTED, type Request, type Response, type StreamItem } from '../callable';
+import type { Request, Response, StreamItem } from '../callable';
+import { NEVER_ABORTED } from '../callable-marks';
 import { inService, type Instance } from '../instances/instance';
 import { BatchNotStarted } from '../instances/instance-errors';
 import { PriorityQueue, type QueuePolicyOptions, type Pending } from './priority-queue';

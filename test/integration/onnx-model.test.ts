@@ -1,6 +1,7 @@
 import * as path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { Triton, onnxModel, type Model } from '../../lib';
+import { Triton, onnxModel } from '../../lib';
+import type { Model } from '../../lib/model';
 
 const fixture = (name: string) => path.join(__dirname, '../fixtures/onnx', name);
 

@@ -1,5 +1,6 @@
 import * as path from 'node:path';
-import { Triton, workers, type HealthEvent, type Model, type TritonConfigInit } from '../../lib';
+import { Triton, workers, type HealthEvent, type TritonConfigInit } from '../../lib';
+import type { Model } from '../../lib/model';
 import { ModelClient } from 'tstriton/client';
 
 const ECHO = path.join(__dirname, '../fixtures/workers/echo-model.js');

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { BroadcastChannel, threadId } from 'node:worker_threads';
-import { NEVER_ABORTED, type Request, type Response } from '../../lib/callable';
+import type { Request, Response } from '../../lib/callable';
+import { NEVER_ABORTED } from '../../lib/callable-marks';
 import { TritonError, UnrecoverableError } from '../../lib/errors';
 import type { Device, HealthEvent, Instance, InstanceContext } from '../../lib/instances/instance';
 import { WorkerInstance } from '../../lib/instances/worker-instance';

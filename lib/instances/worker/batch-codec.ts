@@ -2,7 +2,8 @@
 import type { ParameterValue, Request } from '../../callable';
 import { Cancellation, cancellationOf } from '../../cancellation';
 import type { Tensor } from '../../tensor/tensor';
-import { MOVABLE_BUFFER, NEVER_ABORTED } from '../../callable';
+import { MOVABLE_BUFFER } from '../../callable';
+import { NEVER_ABORTED } from '../../callable-marks';
 import { decodeColumns, encodeColumns, TransferList } from './columns';
 import { deserializeError, serializeError } from './error-transfer';
 import type { WireBatch, WireResult } from './messages';

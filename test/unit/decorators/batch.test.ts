@@ -1,5 +1,6 @@
 import { getEventListeners } from 'node:events';
-import { NEVER_ABORTED, TritonError, tensor } from '../../../lib';
+import { TritonError, tensor } from '../../../lib';
+import { NEVER_ABORTED } from '../../../lib/callable-marks';
 import { batch, groupByKeys, padBatch, sample, type BatchContext } from '../../../decorators';
 import { call, caught, deferred, f32, INSTANCE, request, row, values } from './helpers';
 

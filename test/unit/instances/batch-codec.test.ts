@@ -1,4 +1,5 @@
-import { MOVABLE_BUFFER, NEVER_ABORTED, type Request } from '../../../lib/callable';
+import { MOVABLE_BUFFER, type Request } from '../../../lib/callable';
+import { NEVER_ABORTED } from '../../../lib/callable-marks';
 import { Cancellation, CANCELLATION } from '../../../lib/cancellation';
 import { TritonError, UnrecoverableError } from '../../../lib/errors';
 import { decodeRequests, decodeResponses, encodeRequests, encodeResponses } from '../../../lib/instances/worker/batch-codec';
