@@ -11,74 +11,42 @@
  * written to the `## gRPC` block of docs/performance.md.
  */
 import * as grpc from '@grpc/grpc-js';
-import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import type { ModelInferRequestMessage, ModelInferResponseMessage } from '../../lib/protocol/messages';
 import { loadProtos } from '../../lib/protocol/protos';
-import { ServerProc, killChildren, spawnNode } from '../http/server-proc';
-import type { LoadMessage, LoadReply, LoadResult, LoadSpec } from './loadgen';
+import { log, runBench, type BenchContext, type BenchOutcome } from '../harness/bench-run';
+import { canPin, ChildProc } from '../harness/child-proc';
+import { machine, provenanceLines } from '../harness/doc-block';
+import { LoadGen } from '../harness/loadgen';
+import { measure, type Sample } from '../harness/measure';
+import { NO_PIN_FLAG, NO_WRITE_FLAG, parseFlags, windowFlags, windowOptions, type WindowOptions } from '../harness/options';
+import { comparePair, maxClientCpu, pinningText, runPairedRounds, type PairedCell } from '../harness/paired';
+import { fmtInt, fmtUs } from '../harness/stats';
 
-const ROOT = path.resolve(__dirname, '../../..');
-const DOC = path.join(ROOT, 'docs/performance.md');
-const START = '<!-- grpc:start -->';
-const END = '<!-- grpc:end -->';
 /** The whole run is stopped past this, whatever it is doing. */
 const WATCHDOG_MS = 170_000;
 const BAR_RATIO_C32 = 0.75;
 const CONCURRENCIES = [1, 32];
 
-interface Options {
-  rounds: number;
-  durationS: number;
-  warmupS: number;
+interface Options extends WindowOptions {
   pin: boolean;
   write: boolean;
 }
 
-function parseOptions(argv: string[]): Options {
-  const o: Options = { rounds: 3, durationS: 4, warmupS: 0.75, pin: true, write: true };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const next = () => {
-      const v = argv[++i];
-      if (v === undefined) throw new Error(`${a} needs a value`);
-      return v;
-    };
-    if (a === '--rounds') o.rounds = Number(next());
-    else if (a === '--duration') o.durationS = Number(next());
-    else if (a === '--warmup') o.warmupS = Number(next());
-    else if (a === '--no-pin') o.pin = false;
-    else if (a === '--no-write') o.write = false;
-    else throw new Error(`unknown option ${a}`);
-  }
-  const totalS = o.rounds * CONCURRENCIES.length * 2 * (o.durationS + o.warmupS);
-  if (!(o.rounds >= 1) || !(o.durationS > 0) || !(o.warmupS >= 0) || totalS > 150) {
-    throw new Error(`rounds ${o.rounds} × ${CONCURRENCIES.length} cells × 2 × (${o.durationS} + ${o.warmupS}) s = ${totalS} s: keep the measuring under 150 s`);
-  }
-  return o;
-}
-
-// ---- processes -----------------------------------------------------------------------------------
-
-function runLoad(proc: ChildProcess, spec: LoadSpec): Promise<LoadResult> {
-  return new Promise((resolve, reject) => {
-    const onMessage = (m: LoadReply) => {
-      proc.off('message', onMessage);
-      if (m.type === 'result') resolve(m.result);
-      else reject(new Error(`load generator: ${m.message}`));
-    };
-    proc.on('message', onMessage);
-    proc.send({ type: 'run', spec } satisfies LoadMessage);
+function parseOptions(): Options {
+  const f = parseFlags('node dist/bench/grpc/run.js [options]', {
+    ...windowFlags({ rounds: 3, duration: 4, warmup: 0.75 }),
+    'no-pin': NO_PIN_FLAG,
+    'no-write': NO_WRITE_FLAG,
   });
+  // Every concurrency on both servers.
+  return { ...windowOptions(f, CONCURRENCIES.length * 2, 150), pin: !f['no-pin'], write: !f['no-write'] };
 }
 
 // ---- the request ---------------------------------------------------------------------------------
 
 const INPUT = Float32Array.from({ length: 16 }, (_, i) => i * 0.5 - 3);
-const protos = loadProtos('number');
-const inferDef = protos.inference.ModelInfer as grpc.MethodDefinition<ModelInferRequestMessage, ModelInferResponseMessage>;
+const inferDef = loadProtos('number').inference.ModelInfer as grpc.MethodDefinition<ModelInferRequestMessage, ModelInferResponseMessage>;
 const REQUEST: ModelInferRequestMessage = {
   model_name: 'identity_fp32',
   id: '',
@@ -87,7 +55,7 @@ const REQUEST: ModelInferRequestMessage = {
 };
 
 /** One call through a proto-decoding client, checked for OUTPUT0 == INPUT0. */
-function verify(server: ServerProc): Promise<void> {
+function verify(server: ChildProc): Promise<void> {
   const client = new grpc.Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
   return new Promise<void>((resolve, reject) => {
     client.makeUnaryRequest(inferDef.path, inferDef.requestSerialize, inferDef.responseDeserialize, REQUEST, (err, res) => {
@@ -101,46 +69,20 @@ function verify(server: ServerProc): Promise<void> {
   });
 }
 
-// ---- measuring -----------------------------------------------------------------------------------
-
-interface Sample extends LoadResult {
-  rps: number;
-  serverCpuPerReq: number;
-}
-
-async function measure(load: ChildProcess, server: ServerProc, concurrency: number, warmupMs: number, durationMs: number): Promise<Sample> {
+/** Server CPU is read over the whole run, warm-up included, and divided by the calls served in it. */
+function sample(load: LoadGen, server: ChildProc, concurrency: number, warmupMs: number, durationMs: number): Promise<Sample> {
   const request = Buffer.from(inferDef.requestSerialize(REQUEST)).toString('base64');
-  const cpuBefore = await server.cpuMicros();
-  const r = await runLoad(load, { port: server.port, request, concurrency, warmupMs, durationMs });
-  const cpuAfter = await server.cpuMicros();
-  if (r.errors > 0) throw new Error(`${server.name} c=${concurrency}: ${r.errors} errors, first: ${r.firstError}`);
-  const totalReqs = r.count * ((warmupMs + durationMs) / durationMs);
-  return { ...r, rps: (r.count * 1000) / r.elapsedMs, serverCpuPerReq: (cpuAfter - cpuBefore) / totalReqs };
+  const spec = { port: server.port, grpcMethod: inferDef.path, request, concurrency, warmupMs, durationMs };
+  return measure(load, server, spec, `${server.name} c=${concurrency}`, { serverCpu: 'run' });
 }
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-}
-
-interface Cell {
+interface Cell extends PairedCell {
   concurrency: number;
-  base: Sample[];
-  ours: Sample[];
 }
 
 // ---- report --------------------------------------------------------------------------------------
 
-const fmtInt = (x: number) => Math.round(x).toLocaleString('en-US');
-const fmtUs = (x: number) => `${Math.round(x)}`;
-
-function machine(): string {
-  const cpu = os.cpus()[0]?.model.trim() ?? 'unknown CPU';
-  return `${cpu}, nproc ${os.availableParallelism()}, Node ${process.version}, ${os.type()} ${os.release()}`;
-}
-
-function report(cells: Cell[]): { table: string; verdict: string; met: boolean } {
+function report(o: Options, cells: Cell[], pinned: boolean, ctx: BenchContext): { body: string; allMet: boolean } {
   const rows = [
     '| c | baseline req/s | ours req/s | ratio (range) | baseline p50 µs | ours p50 µs | baseline p99 µs | ours p99 µs | server CPU µs/req (base / ours) |',
     '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
@@ -148,31 +90,27 @@ function report(cells: Cell[]): { table: string; verdict: string; met: boolean }
   let verdict = '';
   let met = false;
   for (const c of cells) {
-    const stat = (xs: Sample[], k: 'rps' | 'p50' | 'p99' | 'serverCpuPerReq') => median(xs.map((s) => s[k]));
-    const ratio = stat(c.ours, 'rps') / stat(c.base, 'rps');
-    const paired = c.ours.map((s, i) => s.rps / (c.base[i] as Sample).rps);
-    const range = paired.length > 1 ? ` (${Math.min(...paired).toFixed(2)}–${Math.max(...paired).toFixed(2)})` : '';
+    const { base: b, ours: u, ratio, ratioText } = comparePair(c);
     rows.push(
-      `| ${c.concurrency} | ${fmtInt(stat(c.base, 'rps'))} | ${fmtInt(stat(c.ours, 'rps'))} | ${ratio.toFixed(2)}×${range} | ${fmtUs(stat(c.base, 'p50'))} | ${fmtUs(stat(c.ours, 'p50'))} | ${fmtUs(stat(c.base, 'p99'))} | ${fmtUs(stat(c.ours, 'p99'))} | ${stat(c.base, 'serverCpuPerReq').toFixed(1)} / ${stat(c.ours, 'serverCpuPerReq').toFixed(1)} |`,
+      `| ${c.concurrency} | ${fmtInt(b.rps)} | ${fmtInt(u.rps)} | ${ratioText} | ${fmtUs(b.p50)} | ${fmtUs(u.p50)} | ${fmtUs(b.p99)} | ${fmtUs(u.p99)} | ${b.cpu.toFixed(1)} / ${u.cpu.toFixed(1)} |`,
     );
     if (c.concurrency === 32) {
       met = ratio >= BAR_RATIO_C32;
       verdict = `c=32: throughput ratio ${ratio.toFixed(2)}× (bar ≥ ${BAR_RATIO_C32}×): ${met ? 'met' : 'MISSED'}`;
     }
   }
-  return { table: rows.join('\n'), verdict, met };
-}
-
-function block(o: Options, table: string, verdict: string, cells: Cell[], pinned: boolean, startedAt: Date, load: [number, number]): string {
-  const clientCpu = Math.max(...cells.flatMap((c) => [...c.base, ...c.ours].map((s) => s.clientCpu)));
-  return [
-    START,
+  const body = [
     '## gRPC',
     '',
-    `Measured ${startedAt.toISOString().replace(/\.\d+Z$/, 'Z')} by \`node dist/bench/grpc/run.js\` (bench/grpc/run.ts) on ${machine()};`,
-    `1-minute load average ${load[0].toFixed(1)} before the run and ${load[1].toFixed(1)} after it (the servers and the load generator add about 2).`,
+    ...provenanceLines({
+      startedAt: ctx.startedAt,
+      command: 'node dist/bench/grpc/run.js',
+      source: 'bench/grpc/run.ts',
+      loads: ctx.loads(),
+      loadNote: 'the servers and the load generator add about 2',
+    }),
     '',
-    table,
+    rows.join('\n'),
     '',
     `- ${verdict}`,
     '',
@@ -184,85 +122,44 @@ function block(o: Options, table: string, verdict: string, cells: Cell[], pinned
     '  lookup, validation, queueing or batching.',
     '- Request: ModelInfer, INPUT0 FP32 `[1,16]` in `raw_input_contents`. Both servers are checked once to return',
     '  OUTPUT0 = INPUT0 before the load starts.',
-    `- Load: a closed loop of c outstanding calls on one grpc-js channel (bench/grpc/loadgen.ts; pre-serialized request,`,
-    `  response bytes not decoded), in its own process. ${pinned ? 'Servers pinned to CPU 0, load generator to CPU 1 (`taskset`).' : 'No CPU pinning.'}` +
-      ` The load generator used at most ${(clientCpu * 100).toFixed(0)} % of a core.`,
+    `- Load: a closed loop of c outstanding calls on one grpc-js channel (bench/harness/loadgen.ts; pre-serialized request,`,
+    `  response bytes not decoded), in its own process. ${pinningText(pinned)}` +
+      ` The load generator used at most ${(maxClientCpu(cells) * 100).toFixed(0)} % of a core.`,
     `- Each server warmed up 1.5 s at c=32 first. Then ${o.rounds} rounds; in each, every concurrency runs ${o.warmupS} s warm-up + ${o.durationS} s`,
     '  measured, baseline and ours back to back (ABBA order across rounds). Figures are medians over rounds; the ratio',
     '  range is the lowest and highest per-round ratio. Latency is per call at the client. Server CPU is the server',
     "  process's user+system time per request (`process.cpuUsage`); on a busy machine it is the steadier figure, since",
     '  req/s also depends on how much of its CPU the server was given.',
     `- Bar: throughput at c=32 ≥ ${BAR_RATIO_C32}× the baseline.`,
-    END,
   ].join('\n');
-}
-
-function writeDoc(content: string): void {
-  mkdirSync(path.dirname(DOC), { recursive: true });
-  let text = existsSync(DOC)
-    ? readFileSync(DOC, 'utf8')
-    : '# Performance\n\nMeasured performance of tstriton, each section written by its benchmark script; rerun the script to refresh its section.\n';
-  const s = text.indexOf(START);
-  const e = text.indexOf(END);
-  if (s >= 0 && e > s) text = text.slice(0, s) + content + text.slice(e + END.length);
-  else text = `${text.replace(/\n*$/, '\n')}\n${content}\n`;
-  writeFileSync(DOC, text);
+  return { body, allMet: met };
 }
 
 // ---- main ----------------------------------------------------------------------------------------
 
-async function main(): Promise<void> {
-  const o = parseOptions(process.argv.slice(2));
-  const startedAt = new Date();
-  const loadBefore = os.loadavg()[0] as number;
-  const pinned = o.pin && os.availableParallelism() >= 2 && ['/usr/bin/taskset', '/bin/taskset'].some((p) => existsSync(p));
-  const log = (s: string) => process.stderr.write(`${s}\n`);
+async function main(ctx: BenchContext): Promise<BenchOutcome> {
+  const o = parseOptions();
+  const pinned = o.pin && canPin();
   log(`bench:grpc: ${machine()}; ${o.rounds} rounds × ${CONCURRENCIES.length} cells × 2 servers × (${o.warmupS} + ${o.durationS}) s${pinned ? '; pinned' : ''}`);
 
-  const base = await ServerProc.start('baseline', path.join(__dirname, 'server-baseline.js'), pinned ? 0 : undefined);
-  const ours = await ServerProc.start('ours', path.join(__dirname, 'server-ours.js'), pinned ? 0 : undefined);
-  const load = spawnNode(path.join(__dirname, 'loadgen.js'), pinned ? 1 : undefined);
+  const base = await ChildProc.start('baseline', path.join(__dirname, 'server-baseline.js'), { cpu: pinned ? 0 : undefined, readyTimeoutMs: 15_000 });
+  const ours = await ChildProc.start('ours', path.join(__dirname, 'server-ours.js'), { cpu: pinned ? 0 : undefined, readyTimeoutMs: 15_000 });
+  const load = LoadGen.start(pinned ? 1 : undefined);
   for (const s of [base, ours]) await verify(s);
   log('bench:grpc: both servers answer OUTPUT0 = INPUT0');
-  for (const s of [base, ours]) await measure(load, s, 32, 0, 1500);
+  for (const s of [base, ours]) await sample(load, s, 32, 0, 1500);
 
   const cells: Cell[] = CONCURRENCIES.map((concurrency) => ({ concurrency, base: [], ours: [] }));
-  for (let r = 0; r < o.rounds; r++) {
-    for (const cell of cells) {
-      for (const s of r % 2 === 0 ? [base, ours] : [ours, base]) {
-        const sample = await measure(load, s, cell.concurrency, o.warmupS * 1000, o.durationS * 1000);
-        (s === base ? cell.base : cell.ours).push(sample);
-        log(
-          `  round ${r + 1} c=${String(cell.concurrency).padEnd(2)} ${s.name.padEnd(8)} ${fmtInt(sample.rps).padStart(7)} req/s  p50 ${fmtUs(sample.p50).padStart(5)} µs  p99 ${fmtUs(sample.p99).padStart(5)} µs  server ${sample.serverCpuPerReq.toFixed(1)} µs/req  client ${(sample.clientCpu * 100).toFixed(0)} %`,
-        );
-      }
-    }
-  }
-  load.send({ type: 'exit' } satisfies LoadMessage);
+  await runPairedRounds(
+    o.rounds,
+    cells,
+    { base, ours },
+    (c, s) => sample(load, s, c.concurrency, o.warmupS * 1000, o.durationS * 1000),
+    (c) => `c=${String(c.concurrency).padEnd(2)}`,
+  );
+  load.exit();
   await Promise.all([base.stop(), ours.stop()]);
-
-  const { table, verdict, met } = report(cells);
-  const text = block(o, table, verdict, cells, pinned, startedAt, [loadBefore, os.loadavg()[0] as number]);
-  process.stdout.write(`\n${text}\n`);
-  if (o.write) {
-    writeDoc(text);
-    log(`bench:grpc: wrote the gRPC block of ${path.relative(ROOT, DOC)}`);
-  }
-  log(`bench:grpc: ${met ? 'bar met' : 'bar MISSED'} (${((Date.now() - startedAt.getTime()) / 1000).toFixed(0)} s)`);
+  return { key: 'grpc', ...report(o, cells, pinned, ctx), write: o.write };
 }
 
-const watchdog = setTimeout(() => {
-  process.stderr.write(`bench:grpc: still running after ${WATCHDOG_MS / 1000} s; stopping\n`);
-  killChildren();
-  process.exit(2);
-}, WATCHDOG_MS);
-watchdog.unref();
-
-main().then(
-  () => killChildren(),
-  (err: unknown) => {
-    process.stderr.write(`bench:grpc: ${err instanceof Error ? err.message : String(err)}\n`);
-    killChildren();
-    process.exitCode = 1;
-  },
-);
+runBench('bench:grpc', WATCHDOG_MS, main);

@@ -6,9 +6,9 @@
 import * as grpc from '@grpc/grpc-js';
 import type { ModelInferRequestMessage, ModelInferResponseMessage } from '../../lib/protocol/messages';
 import { loadProtos } from '../../lib/protocol/protos';
-import { runServerChild } from '../http/child';
+import { runChild } from '../harness/child';
 
-runServerChild(async () => {
+runChild(async () => {
   const server = new grpc.Server({ 'grpc.max_receive_message_length': -1, 'grpc.max_send_message_length': -1 });
   server.addService(loadProtos('string').inference, {
     ModelInfer(call: grpc.ServerUnaryCall<ModelInferRequestMessage, ModelInferResponseMessage>, callback: grpc.sendUnaryData<ModelInferResponseMessage>) {

@@ -10,8 +10,8 @@ import { decodeImage } from '../../examples/ocr/image';
 import { ocrModelFiles } from '../../examples/ocr/ocr-model-files';
 import { runOcr } from '../../examples/ocr/ocr-pipeline';
 import { loadOnnxOcrModels } from '../../examples/ocr/onnx-ocr-models';
-import { repoRoot } from '../scheduler/harness';
-import { runChild } from '../scheduler/child';
+import { runChild } from '../harness/child';
+import { repoRoot } from '../harness/repo-root';
 import { batchInput, benchModels, fingerprint, SESSION_OPTIONS, type ModelKey } from './models';
 
 export type DirectCall =

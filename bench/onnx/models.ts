@@ -1,7 +1,7 @@
 /** The models the ONNX benchmark serves and runs directly, and the inputs both sides get. */
 import * as path from 'node:path';
 import { ocrModelFiles } from '../../examples/ocr/ocr-model-files';
-import { testValues } from '../scheduler/kserve';
+import { testValues } from '../harness/kserve';
 
 export type ModelKey = 'cnn' | 'cnn32' | 'mlp' | 'rec';
 

@@ -15,18 +15,21 @@
  * c=1 (served p50 latency − direct median run time) is reported too.
  * Results are printed and written to the onnx block of docs/performance.md.
  */
-import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import * as os from 'node:os';
+import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { bytesElement, binaryRequest, fp32Bytes, fp32Of, inferOnce, rawRequest, type Payload } from '../scheduler/kserve';
-import { ChildProc, LoadGen, fmtInt, isoDate, log, machine, measure, median, range, repoRoot, runMain, usageDelta, writeDocBlock, type Sample } from '../scheduler/harness';
-import type { LoadSpec } from '../scheduler/loadgen';
-import { summarizeProfiles } from '../scheduler/profile-top';
+import { log, runBench, type BenchContext, type BenchOutcome } from '../harness/bench-run';
+import { ChildProc, usageDelta } from '../harness/child-proc';
+import { machine, provenanceLines } from '../harness/doc-block';
+import { bytesElement, binaryRequest, fp32Bytes, fp32Of, inferOnce, rawRequest, type Payload } from '../harness/kserve';
+import { LoadGen, type LoadSpec } from '../harness/loadgen';
+import { abba, measure, type Sample } from '../harness/measure';
+import { NO_WRITE_FLAG, parseFlags, PROFILE_FLAG, UsageError } from '../harness/options';
+import { CpuProfiles } from '../harness/profile-top';
+import { repoRoot } from '../harness/repo-root';
+import { fmtInt, median, range } from '../harness/stats';
 import type { DirectCall, DirectResult } from './direct';
 import { batchInput, benchModels, fingerprint, MAX_BATCH, MODEL_KEYS, type BenchModel, type ModelKey } from './models';
 
-const START = '<!-- onnx:start -->';
-const END = '<!-- onnx:end -->';
 const WATCHDOG_MS = 235_000;
 const BAR = 0.9;
 const OCR_TEXT = 'HELLO WORLD 2026';
@@ -43,53 +46,37 @@ interface Options {
   write: boolean;
 }
 
-function parseOptions(argv: string[]): Options {
+const DEFAULT_CELLS = ['cnn:1', 'cnn:8', 'cnn:32', 'rec:4', 'rec:8', 'cnn32:1', 'mlp:8', 'mlp:64'];
+
+function parseCell(c: string): { model: ModelKey; batch: number } {
+  const [model, batch] = c.split(':');
+  const key = MODEL_KEYS.find((k) => k === model);
+  if (!key || !(Number(batch) >= 1 && Number(batch) <= MAX_BATCH)) throw new UsageError(`bad cell ${c}: use <model>:N with a model of ${MODEL_KEYS.join(', ')} and N ≤ ${MAX_BATCH}`);
+  return { model: key, batch: Number(batch) };
+}
+
+function parseOptions(): Options {
+  const f = parseFlags('node dist/bench/onnx/run.js [options]', {
+    rounds: { type: 'number', default: 3, help: 'rounds of every cell (1..7)' },
+    concurrency: { type: 'number', default: 2, help: 'connections of the served throughput measurement' },
+    cells: { type: 'list', default: DEFAULT_CELLS, help: `<model>:<batch> cells, models ${MODEL_KEYS.join(', ')}` },
+    'target-ms': { type: 'number', default: 1000, help: 'model work per sample, ms (100..3000)' },
+    'warm-ms': { type: 'number', default: 2000, help: 'served load per cell before the first round, ms (0..10000)' },
+    profile: PROFILE_FLAG,
+    'no-write': NO_WRITE_FLAG,
+  });
   const o: Options = {
-    rounds: 3,
-    concurrency: 2,
-    cells: [
-      { model: 'cnn', batch: 1 },
-      { model: 'cnn', batch: 8 },
-      { model: 'cnn', batch: 32 },
-      { model: 'rec', batch: 4 },
-      { model: 'rec', batch: 8 },
-      { model: 'cnn32', batch: 1 },
-      { model: 'mlp', batch: 8 },
-      { model: 'mlp', batch: 64 },
-    ],
-    targetMs: 1000,
-    warmMs: 2000,
-    profile: false,
-    write: true,
+    rounds: f.rounds,
+    concurrency: f.concurrency,
+    cells: f.cells.map(parseCell),
+    targetMs: f['target-ms'],
+    warmMs: f['warm-ms'],
+    profile: f.profile,
+    // A profiled server is slower: its figures do not go into the docs.
+    write: !f['no-write'] && !f.profile,
   };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const next = () => {
-      const v = argv[++i];
-      if (v === undefined) throw new Error(`${a} needs a value`);
-      return v;
-    };
-    if (a === '--rounds') o.rounds = Number(next());
-    else if (a === '--concurrency') o.concurrency = Number(next());
-    else if (a === '--target-ms') o.targetMs = Number(next());
-    else if (a === '--warm-ms') o.warmMs = Number(next());
-    else if (a === '--cells') {
-      o.cells = next()
-        .split(',')
-        .map((c) => {
-          const [model, batch] = c.split(':');
-          const key = MODEL_KEYS.find((k) => k === model);
-          if (!key || !(Number(batch) >= 1 && Number(batch) <= MAX_BATCH)) throw new Error(`bad cell ${c}: use <model>:N with a model of ${MODEL_KEYS.join(', ')} and N ≤ ${MAX_BATCH}`);
-          return { model: key, batch: Number(batch) };
-        });
-    } else if (a === '--profile') {
-      o.profile = true;
-      o.write = false;
-    } else if (a === '--no-write') o.write = false;
-    else throw new Error(`unknown option ${a}`);
-  }
   if (!(o.rounds >= 1 && o.rounds <= 7) || !(o.targetMs >= 100 && o.targetMs <= 3000) || !(o.warmMs >= 0 && o.warmMs <= 10_000)) {
-    throw new Error('keep --rounds in 1..7, --target-ms in 100..3000 and --warm-ms in 0..10000');
+    throw new UsageError('keep --rounds in 1..7, --target-ms in 100..3000 and --warm-ms in 0..10000');
   }
   return o;
 }
@@ -143,7 +130,7 @@ function sameOutput(a: { first: number[]; sum: number }, b: { first: number[]; s
 const ms = (x: number) => (Math.abs(x) >= 100 ? x.toFixed(0) : Math.abs(x) >= 10 ? x.toFixed(1) : x.toFixed(2));
 const signed = (x: number) => `${x >= 0 ? '+' : ''}${ms(x)}`;
 
-function report(o: Options, cells: Cell[], ocr: OcrRuns, startedAt: Date, loads: [number, number], elapsedS: number): { text: string; allMet: boolean } {
+function report(o: Options, cells: Cell[], ocr: OcrRuns, ctx: BenchContext): { body: string; allMet: boolean } {
   let allMet = true;
   const rows = cells.map((c) => {
     const direct = median(c.direct.map((d) => d.itemsPerS));
@@ -190,11 +177,16 @@ function report(o: Options, cells: Cell[], ocr: OcrRuns, startedAt: Date, loads:
     `| ${label} | ${median(s.map((x) => x.rps)).toFixed(2)} | ${ms(median(s.map((x) => x.p50)) / 1000)} | ${ms(median(s.map((x) => x.p99)) / 1000)} |`;
   const directOcr = ocr.direct.map((t) => (1000 * t.length) / t.reduce((a, b) => a + b, 0));
   const models = benchModels(repoRoot());
-  const text = [
+  const body = [
     '## ONNX Runtime models',
     '',
-    `Measured ${isoDate(startedAt)} by \`node dist/bench/onnx/run.js\` (bench/onnx/run.ts, ${elapsedS.toFixed(0)} s) on ${machine()};`,
-    `1-minute load average ${loads[0].toFixed(1)} before the run and ${loads[1].toFixed(1)} after it (other work shared the machine).`,
+    ...provenanceLines({
+      startedAt: ctx.startedAt,
+      command: 'node dist/bench/onnx/run.js',
+      source: `bench/onnx/run.ts, ${ctx.elapsedS().toFixed(0)} s`,
+      loads: ctx.loads(),
+      loadNote: 'other work shared the machine',
+    }),
     '',
     '**Served vs direct** (items/s = rows per second; medians over rounds; "per round" = range of the paired ratios):',
     '',
@@ -227,7 +219,7 @@ function report(o: Options, cells: Cell[], ocr: OcrRuns, startedAt: Date, loads:
     '- *Served*: bench/onnx/server.ts, `new Triton({ httpPort: 0, allowGrpc: false, allowMetrics: false })` with each model bound as',
     `  \`onnxModel({ path, maxBatchSize: ${MAX_BATCH}, intraOpNumThreads: 1 })\` and \`config: { batcher: null }\` (one worker instance;`,
     "  each request runs alone, so a batch is exactly the request's rows). Requests: binary input, `binary_data: true` output,",
-    `  from bench/scheduler/loadgen.ts (raw keep-alive sockets) in its own process. Throughput at c=${o.concurrency} (\`--concurrency\`; the next request is`,
+    `  from bench/harness/loadgen.ts (raw keep-alive sockets) in its own process. Throughput at c=${o.concurrency} (\`--concurrency\`; the next request is`,
     '  received while the worker runs the current one), latency at c=1.',
     "- *Direct*: bench/onnx/direct.ts, a separate process running `await session.run(feeds, [output])` in a loop on its main thread,",
     "  with our instances' session options (cpu provider, 1 intra-op thread, 1 inter-op thread, all graph optimizations).",
@@ -247,34 +239,28 @@ function report(o: Options, cells: Cell[], ocr: OcrRuns, startedAt: Date, loads:
     '  slower while the server and the load generator run on the other core: the served worker uses more CPU per batch than',
     '  the direct run, which has the machine to itself (table above).'
   ].join('\n');
-  return { text, allMet };
+  return { body, allMet };
 }
 
 // ---------------------------------------------------------------------------------------------------------
 
-async function main(): Promise<void> {
-  const o = parseOptions(process.argv.slice(2));
-  const startedAt = new Date();
-  const loadBefore = os.loadavg()[0] as number;
+async function main(ctx: BenchContext): Promise<BenchOutcome> {
+  const o = parseOptions();
   const root = repoRoot();
   const models = benchModels(root);
-  const profDir = path.join(os.tmpdir(), 'tstriton-bench-onnx-prof');
-  if (o.profile) {
-    rmSync(profDir, { recursive: true, force: true });
-    mkdirSync(profDir, { recursive: true });
-  }
+  const profiles = new CpuProfiles('onnx', o.profile);
   log(`bench:onnx: ${machine()}; ${o.rounds} rounds; cells ${o.cells.map((c) => `${c.model}:${c.batch}`).join(', ')}`);
 
   const [server, direct] = await Promise.all([
-    ChildProc.start('ours', path.join(__dirname, 'server.js'), [], o.profile ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []),
+    ChildProc.start('ours', path.join(__dirname, 'server.js'), { nodeArgs: profiles.nodeArgs }),
     ChildProc.start('direct', path.join(__dirname, 'direct.js')),
   ]);
   const load = LoadGen.start();
   const runDirect = (c: DirectCall) => direct.call<DirectResult>(c);
-  const spec = (payload: Payload, connections: number, warmupCount: number, count: number): LoadSpec => ({
+  const spec = (payload: Payload, concurrency: number, warmupCount: number, count: number): LoadSpec => ({
     port: server.port,
     request: rawRequest(payload, server.port).toString('base64'),
-    connections,
+    concurrency,
     warmupCount,
     count,
   });
@@ -302,7 +288,7 @@ async function main(): Promise<void> {
     const warmed: string[] = [];
     for (const c of cells) {
       const request = rawRequest(c.payload, server.port).toString('base64');
-      const r = await load.run({ port: server.port, request, connections: o.concurrency, warmupMs: 0, durationMs: o.warmMs });
+      const r = await load.run({ port: server.port, request, concurrency: o.concurrency, warmupMs: 0, durationMs: o.warmMs });
       if (r.errors > 0) throw new Error(`${c.model.key} b${c.batch} warm-up: ${r.errors} errors, first: ${r.firstError}`);
       warmed.push(`${c.model.key}:${c.batch}=${r.count}`);
     }
@@ -330,7 +316,7 @@ async function main(): Promise<void> {
           c.servedC1.push(await measure(load, server, spec(c.payload, 1, 1, c.k), `${what} served c=1`));
         },
       ];
-      for (const step of r % 2 === 0 ? steps : [...steps].reverse()) await step();
+      for (const step of abba(r, steps)) await step();
       const d = c.direct[r] as DirectSample;
       const s = c.served[r] as { itemsPerS: number };
       const su = (c.served[r] as { sample: Sample }).sample.usage;
@@ -344,7 +330,7 @@ async function main(): Promise<void> {
       async () => void ocr.c8.push(await measure(load, server, spec(ocrReq, 8, 8, 32), 'ocr c=8')),
       async () => void ocr.direct.push((await runDirect({ kind: 'ocr', warmup: 1, count: 6 })).times),
     ];
-    for (const step of r % 2 === 0 ? steps : [...steps].reverse()) await step();
+    for (const step of abba(r, steps)) await step();
     const dt = ocr.direct[r] as number[];
     log(
       `  round ${r + 1} ocr      served c=1 ${(ocr.c1[r] as Sample).rps.toFixed(2)} images/s  c=8 ${(ocr.c8[r] as Sample).rps.toFixed(2)} images/s  direct ${((1000 * dt.length) / dt.reduce((a, b) => a + b, 0)).toFixed(2)} images/s`,
@@ -353,13 +339,7 @@ async function main(): Promise<void> {
 
   load.exit();
   await Promise.all([server.stop(), direct.stop()]);
-  const { text, allMet } = report(o, cells, ocr, startedAt, [loadBefore, os.loadavg()[0] as number], (Date.now() - startedAt.getTime()) / 1000);
-  process.stdout.write(`\n${text}\n`);
-  if (o.profile) {
-    for (const f of readdirSync(profDir).filter((x) => x.endsWith('.cpuprofile'))) process.stdout.write(`\n${f}\n${summarizeProfiles([path.join(profDir, f)], 20)}`);
-  }
-  if (o.write) log(`bench:onnx: wrote ${path.relative(root, writeDocBlock(START, END, text))} (onnx block)`);
-  log(`bench:onnx: ${allMet ? 'all bars met' : 'some bars NOT met'} (${((Date.now() - startedAt.getTime()) / 1000).toFixed(0)} s)`);
+  return { key: 'onnx', ...report(o, cells, ocr, ctx), appendix: o.profile ? profiles.summaries(20) : undefined, write: o.write };
 }
 
-runMain('bench:onnx', WATCHDOG_MS, main);
+runBench('bench:onnx', WATCHDOG_MS, main);

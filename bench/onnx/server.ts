@@ -3,14 +3,13 @@
  * intra-op thread and no dynamic batcher (each request runs alone, so a batch is exactly the request's batch), and
  * the OCR example (`bindOcr`: ocr_det, ocr_rec and the `ocr` pipeline, one intra-op thread per model).
  */
-import { onnxModel, Triton } from 'tstriton';
+import { onnxModel } from 'tstriton';
 import { bindOcr } from '../../examples/ocr/model';
-import { repoRoot } from '../scheduler/harness';
-import { runChild } from '../scheduler/child';
+import { repoRoot } from '../harness/repo-root';
+import { runTritonChild } from '../harness/triton-child';
 import { benchModels, MAX_BATCH } from './models';
 
-runChild(async () => {
-  const triton = new Triton({ httpPort: 0, allowGrpc: false, allowMetrics: false, logLevel: 'silent', httpAddress: '127.0.0.1' });
+runTritonChild('http', (triton) => {
   for (const m of Object.values(benchModels(repoRoot()))) {
     triton.bind({
       modelName: m.served,
@@ -19,8 +18,4 @@ runChild(async () => {
     });
   }
   bindOcr(triton, { threads: 1 });
-  await triton.run();
-  const port = triton.ports.http;
-  if (port === undefined) throw new Error('the HTTP transport did not start');
-  return { port, stop: async () => void (await triton.stop()) };
 });

@@ -17,43 +17,28 @@
  * another; nothing is pinned (a worker-instance server needs its two threads on two cores). Results are
  * printed and written to the scheduler block of docs/performance.md.
  */
-import { mkdirSync, readdirSync, rmSync } from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import {
-  ChildProc,
-  LoadGen,
-  fmtInt,
-  fmtUs,
-  isoDate,
-  log,
-  machine,
-  measure,
-  median,
-  range,
-  repoRoot,
-  runMain,
-  writeDocBlock,
-  type Sample,
-} from './harness';
-import { binaryRequest, fp32Bytes, fp32Of, inferOnce, modelCounts, rawRequest, testValues, type Payload } from './kserve';
-import type { LoadSpec } from './loadgen';
-import { summarizeProfiles } from './profile-top';
+import { log, runBench, type BenchContext, type BenchOutcome } from '../harness/bench-run';
+import { ChildProc } from '../harness/child-proc';
+import { machine, provenanceLines } from '../harness/doc-block';
+import { binaryRequest, fp32Bytes, fp32Of, inferOnce, modelCounts, rawRequest, testValues, type Payload } from '../harness/kserve';
+import { LoadGen, type LoadSpec } from '../harness/loadgen';
+import { abba, describeSample, measure, type Sample } from '../harness/measure';
+import { NO_WRITE_FLAG, parseFlags, PROFILE_FLAG, UsageError, windowFlags, windowOptions, type WindowOptions } from '../harness/options';
+import { CpuProfiles } from '../harness/profile-top';
+import { repoRoot } from '../harness/repo-root';
+import { fmtInt, fmtUs, median, range } from '../harness/stats';
 import type { OursConfig } from './server-ours';
 import { spin } from './spin-model';
 
-const START = '<!-- scheduler:start -->';
-const END = '<!-- scheduler:end -->';
 const WATCHDOG_MS = 230_000;
 const BARS = { batchingGain: 3, instanceScaling: 1.6, p50DeltaUs: 20, workerVsOrt: 0.65 };
 const MLP_WIDTH = 1024;
 
 type ExperimentId = 'a' | 'b' | 'c' | 'd';
+const EXPERIMENTS: readonly ExperimentId[] = ['a', 'b', 'c', 'd'];
 
-interface Options {
-  rounds: number;
-  durationS: number;
-  warmupS: number;
+interface Options extends WindowOptions {
   spinMs: number;
   only: ExperimentId[];
   profile: boolean;
@@ -63,34 +48,25 @@ interface Options {
 /** Samples per round: candidate and baseline of each experiment, and (d)'s reference. */
 const perRoundOf = (o: Pick<Options, 'only'>) => o.only.length * 2 + (o.only.includes('d') ? 1 : 0) - (o.only.includes('c') ? 1 : 0);
 
-function parseOptions(argv: string[]): Options {
-  const o: Options = { rounds: 5, durationS: 2, warmupS: 0.5, spinMs: 4, only: ['a', 'b', 'c', 'd'], profile: false, write: true };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const next = () => {
-      const v = argv[++i];
-      if (v === undefined) throw new Error(`${a} needs a value`);
-      return v;
-    };
-    if (a === '--rounds') o.rounds = Number(next());
-    else if (a === '--duration') o.durationS = Number(next());
-    else if (a === '--warmup') o.warmupS = Number(next());
-    else if (a === '--spin-ms') o.spinMs = Number(next());
-    else if (a === '--only') o.only = next().split(',') as ExperimentId[];
-    else if (a === '--profile') {
-      // A profiled server is slower: its figures do not go into the docs.
-      o.profile = true;
-      o.write = false;
-    } else if (a === '--no-write') o.write = false;
-    else throw new Error(`unknown option ${a}`);
-  }
-  for (const e of o.only) if (!['a', 'b', 'c', 'd'].includes(e)) throw new Error(`unknown experiment ${e}`);
-  const perRound = perRoundOf(o);
-  const measuringS = o.rounds * perRound * (o.durationS + o.warmupS);
-  if (!(o.rounds >= 1) || !(o.durationS > 0) || !(o.warmupS >= 0) || !(o.spinMs > 0) || measuringS > 150) {
-    throw new Error(`rounds ${o.rounds} × ${perRound} samples × (${o.durationS} + ${o.warmupS}) s = ${measuringS} s: keep the measuring under 150 s`);
-  }
-  return o;
+function parseOptions(): Options {
+  const f = parseFlags('node dist/bench/scheduler/run.js [options]', {
+    ...windowFlags({ rounds: 5, duration: 2, warmup: 0.5 }),
+    'spin-ms': { type: 'number', default: 4, help: "CPU time per row of (b)'s worker callable, ms" },
+    only: { type: 'list', default: EXPERIMENTS, help: 'the experiments to run (a, b, c, d)' },
+    profile: PROFILE_FLAG,
+    'no-write': NO_WRITE_FLAG,
+  });
+  const only = f.only as ExperimentId[];
+  for (const e of only) if (!EXPERIMENTS.includes(e)) throw new UsageError(`unknown experiment ${e}`);
+  if (!(f['spin-ms'] > 0)) throw new UsageError(`--spin-ms ${f['spin-ms']}: expected a positive number of milliseconds`);
+  return {
+    ...windowOptions(f, perRoundOf({ only }), 150),
+    spinMs: f['spin-ms'],
+    only,
+    profile: f.profile,
+    // A profiled server is slower: its figures do not go into the docs.
+    write: !f['no-write'] && !f.profile,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -140,17 +116,17 @@ function experiments(o: Options, spinRate: number): Experiment[] {
   const mlp = (maxBatchSize: number): Variant => ({
     label: `maxBatchSize ${maxBatchSize}`,
     ...ours(`mlp_b${maxBatchSize}`, 'x', testValues(MLP_WIDTH), [1, MLP_WIDTH], 'y'),
-    load: { connections: 64 },
+    load: { concurrency: 64 },
   });
   const spinVariant = (count: number): Variant => ({
     label: `${count} worker instance${count > 1 ? 's' : ''}`,
     ...ours(`spin_x${count}`, 'INPUT0', new Float32Array([0.5]), [1, 1], 'OUTPUT0'),
-    load: { connections: 64, rate: spinRate },
+    load: { concurrency: 64, rate: spinRate },
   });
   const identity = (batched: boolean): Variant => ({
     label: batched ? 'dynamic batcher on (maxBatchSize 64)' : 'dynamic batcher off (batcher: null)',
     ...ours(batched ? 'identity_batched' : 'identity_unbatched', 'INPUT0', testValues(16), [1, 16], 'OUTPUT0'),
-    load: { connections: 1 },
+    load: { concurrency: 1 },
   });
   const all: Experiment[] = [
     {
@@ -191,18 +167,18 @@ function experiments(o: Options, spinRate: number): Experiment[] {
       candidate: {
         label: 'tstriton, onnxModel worker instance (maxBatchSize 64)',
         ...ours('identity_fp32', 'INPUT0', testValues(16), [1, 16], 'OUTPUT0'),
-        load: { connections: 32 },
+        load: { concurrency: 32 },
       },
       reference: {
         label: 'reference: tstriton, in-process `@batch` identity',
         ...ours('identity_batched', 'INPUT0', testValues(16), [1, 16], 'OUTPUT0'),
-        load: { connections: 32 },
+        load: { concurrency: 32 },
       },
       baseline: {
         label: 'node:http + ORT run() per request, main thread',
         server: 'ort',
         payload: fp32Input('identity_fp32', 'INPUT0', testValues(16), [1, 16], 'OUTPUT0'),
-        load: { connections: 32 },
+        load: { concurrency: 32 },
       },
       cand: [],
       base: [],
@@ -313,13 +289,18 @@ function readings(e: Experiment): string[] {
   }
 }
 
-function report(o: Options, exps: Experiment[], startedAt: Date, loads: [number, number], spinIterations: number, spinRate: number, elapsedS: number): { text: string; allMet: boolean } {
+function report(o: Options, exps: Experiment[], ctx: BenchContext, spinIterations: number, spinRate: number): { body: string; allMet: boolean } {
   const verdicts = exps.map((e) => ({ e, v: verdict(e) }));
   const lines = [
     '## Dynamic batching scheduler',
     '',
-    `Measured ${isoDate(startedAt)} by \`node dist/bench/scheduler/run.js\` (bench/scheduler/run.ts, ${elapsedS.toFixed(0)} s) on ${machine()};`,
-    `1-minute load average ${loads[0].toFixed(1)} before the run and ${loads[1].toFixed(1)} after it (other work shared the machine).`,
+    ...provenanceLines({
+      startedAt: ctx.startedAt,
+      command: 'node dist/bench/scheduler/run.js',
+      source: `bench/scheduler/run.ts, ${ctx.elapsedS().toFixed(0)} s`,
+      loads: ctx.loads(),
+      loadNote: 'other work shared the machine',
+    }),
     '',
     '| # | measure | candidate | baseline | load | result | bar | |',
     '| --- | --- | --- | --- | --- | ---: | ---: | --- |',
@@ -360,7 +341,7 @@ function report(o: Options, exps: Experiment[], startedAt: Date, loads: [number,
     '  all graph optimizations: the settings of our ONNX instances), one run per request, no batching.',
     '- Requests use the binary tensor extension (binary input, `binary_data: true` output). Every variant is checked once',
     '  (outputs equal across variants, or equal to the input / the expected loop result) before the load starts.',
-    '- Load: bench/scheduler/loadgen.ts in its own process: raw keep-alive HTTP/1.1 sockets, pre-built request bytes; closed',
+    '- Load: bench/harness/loadgen.ts in its own process: raw keep-alive HTTP/1.1 sockets, pre-built request bytes; closed',
     '  loop at c connections, or open loop at a fixed rate (1 ms ticks). Nothing is pinned to a CPU.',
     `- Each variant warmed up 1 s first. Then ${o.rounds} rounds; in each, every variant runs ${o.warmupS} s warm-up + ${o.durationS} s measured,`,
     '  candidate and baseline back to back (ABBA order across rounds). Figures are medians over rounds; "per round" is the',
@@ -368,22 +349,15 @@ function report(o: Options, exps: Experiment[], startedAt: Date, loads: [number,
     '  rounds scatter; the medians and paired ratios are the figures to read.',
     `- Bars: (a) ≥ ${BARS.batchingGain}×, (b) ≥ ${BARS.instanceScaling}×, (c) |p50 on − p50 off| ≤ ${BARS.p50DeltaUs} µs, (d) ≥ ${BARS.workerVsOrt}× (docs: peers_perf.md §4.3, G6/G7/G11/G1).`,
   ];
-  return { text: lines.join('\n'), allMet: verdicts.every(({ v }) => v.met) };
+  return { body: lines.join('\n'), allMet: verdicts.every(({ v }) => v.met) };
 }
 
 // ---------------------------------------------------------------------------------------------------------
 
-async function main(): Promise<void> {
-  const o = parseOptions(process.argv.slice(2));
-  const startedAt = new Date();
-  const loadBefore = os.loadavg()[0] as number;
-  const root = repoRoot();
-  const fixtures = path.join(root, 'test', 'fixtures', 'onnx');
-  const profDir = path.join(os.tmpdir(), 'tstriton-bench-scheduler-prof');
-  if (o.profile) {
-    rmSync(profDir, { recursive: true, force: true });
-    mkdirSync(profDir, { recursive: true });
-  }
+async function main(ctx: BenchContext): Promise<BenchOutcome> {
+  const o = parseOptions();
+  const fixtures = path.join(repoRoot(), 'test', 'fixtures', 'onnx');
+  const profiles = new CpuProfiles('scheduler', o.profile);
 
   const spinIterations = calibrateSpin(o.spinMs);
   const spinRate = Math.round(1.2 * 2 * (1000 / o.spinMs));
@@ -399,8 +373,8 @@ async function main(): Promise<void> {
   const exps = experiments(o, spinRate);
   const needOrt = exps.some((e) => e.baseline.server === 'ort');
   const [ours, ort] = await Promise.all([
-    ChildProc.start('ours', path.join(__dirname, 'server-ours.js'), [JSON.stringify(config)], o.profile ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []),
-    needOrt ? ChildProc.start('node:http+ORT', path.join(__dirname, 'server-ort.js'), [config.identityPath]) : Promise.resolve(undefined),
+    ChildProc.start('ours', path.join(__dirname, 'server-ours.js'), { args: [JSON.stringify(config)], nodeArgs: profiles.nodeArgs }),
+    needOrt ? ChildProc.start('node:http+ORT', path.join(__dirname, 'server-ort.js'), { args: [config.identityPath] }) : Promise.resolve(undefined),
   ]);
   const servers = { ours, ort };
   const load = LoadGen.start();
@@ -444,35 +418,31 @@ async function main(): Promise<void> {
     for (const e of exps) {
       if (e.interleaved) {
         // Which goes first on the connection alternates across rounds.
-        await (r % 2 === 0 ? runInterleaved(r + 1, e, e.baseline, e.candidate) : runInterleaved(r + 1, e, e.candidate, e.baseline));
+        const [first, second] = abba(r, [e.baseline, e.candidate]) as [Variant, Variant];
+        await runInterleaved(r + 1, e, first, second);
         continue;
       }
       // ABBA across rounds; the reference (if any) runs between them.
-      const order = r % 2 === 0 ? [e.baseline, e.reference, e.candidate] : [e.candidate, e.reference, e.baseline];
-      for (const v of order) {
+      for (const v of abba(r, [e.baseline, e.reference, e.candidate])) {
         if (!v) continue;
         const s = await run(e, v);
         (v === e.candidate ? e.cand : v === e.baseline ? e.base : e.ref).push(s);
         const skipped = v.load.rate !== undefined ? `  skipped ${s.skipped}/${s.offered}` : '';
         const batch = Number.isFinite(s.meanBatch) ? `  batch ${s.meanBatch.toFixed(1)}` : '';
         const cores = `  cores ${(s.usage.runNs / (s.elapsedMs * 1e6)).toFixed(2)} (waiting ${(s.usage.waitNs / (s.elapsedMs * 1e6)).toFixed(2)})`;
-        log(
-          `  round ${r + 1} (${e.id}) ${v.label.padEnd(44).slice(0, 44)} ${fmtInt(s.rps).padStart(7)} req/s  p50 ${fmtUs(s.p50).padStart(6)} µs  p99 ${fmtUs(s.p99).padStart(6)} µs  server ${s.serverCpuPerReq.toFixed(0)} µs/req${cores}  client ${(s.clientCpu * 100).toFixed(0)} %${batch}${skipped}`,
-        );
+        log(`  round ${r + 1} (${e.id}) ${v.label.padEnd(44).slice(0, 44)} ${describeSample(s)}${cores}${batch}${skipped}`);
       }
     }
   }
 
   load.exit();
   await Promise.all([ours.stop(), ort?.stop()]);
-  const { text, allMet } = report(o, exps, startedAt, [loadBefore, os.loadavg()[0] as number], spinIterations, spinRate, (Date.now() - startedAt.getTime()) / 1000);
-  process.stdout.write(`\n${text}\n`);
-  if (o.profile) {
-    const files = readdirSync(profDir).filter((f) => f.endsWith('.cpuprofile'));
-    for (const f of files) process.stdout.write(`\n${f}\n${summarizeProfiles([path.join(profDir, f)], 25)}`);
-  }
-  if (o.write) log(`bench:scheduler: wrote ${path.relative(root, writeDocBlock(START, END, text))} (scheduler block)`);
-  log(`bench:scheduler: ${allMet ? 'all bars met' : 'some bars NOT met'} (${((Date.now() - startedAt.getTime()) / 1000).toFixed(0)} s)`);
+  return {
+    key: 'scheduler',
+    ...report(o, exps, ctx, spinIterations, spinRate),
+    appendix: o.profile ? profiles.summaries(25) : undefined,
+    write: o.write,
+  };
 }
 
-runMain('bench:scheduler', WATCHDOG_MS, main);
+runBench('bench:scheduler', WATCHDOG_MS, main);

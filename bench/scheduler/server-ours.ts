@@ -6,9 +6,9 @@
  * - `identity_batched` / `identity_unbatched`: an in-process identity with the dynamic batcher on / off;
  * - `identity_fp32`: the identity ONNX model in a worker instance.
  */
-import { onnxModel, Triton, workers } from 'tstriton';
+import { onnxModel, workers } from 'tstriton';
 import { batch } from 'tstriton/decorators';
-import { runChild } from './child';
+import { runTritonChild } from '../harness/triton-child';
 
 /** What the orchestrator passes as argv[2] (JSON). */
 export interface OursConfig {
@@ -19,9 +19,8 @@ export interface OursConfig {
   spinMaxBatchSize: number;
 }
 
-runChild(async () => {
+runTritonChild('http', (triton) => {
   const cfg = JSON.parse(process.argv[2] ?? '{}') as OursConfig;
-  const triton = new Triton({ httpPort: 0, allowGrpc: false, allowMetrics: false, logLevel: 'silent', httpAddress: '127.0.0.1' });
   for (const maxBatchSize of [64, 1]) {
     triton.bind({ modelName: `mlp_b${maxBatchSize}`, inferFunc: onnxModel({ path: cfg.mlpPath, maxBatchSize, intraOpNumThreads: 1 }) });
   }
@@ -46,8 +45,4 @@ runChild(async () => {
     });
   }
   triton.bind({ modelName: 'identity_fp32', inferFunc: onnxModel({ path: cfg.identityPath, maxBatchSize: 64, intraOpNumThreads: 1 }) });
-  await triton.run();
-  const port = triton.ports.http;
-  if (port === undefined) throw new Error('the HTTP transport did not start');
-  return { port, stop: async () => void (await triton.stop()) };
 });

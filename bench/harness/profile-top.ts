@@ -1,10 +1,13 @@
 /**
- * The functions with the most self time in V8 `.cpuprofile` files (from `--profile`, which runs our server
- * under `node --cpu-prof`: one file per thread).
+ * The functions with the most self time in V8 `.cpuprofile` files (from a benchmark's `--profile`, which runs
+ * our server under `node --cpu-prof`: one file per thread), and the code areas their time goes to.
  *
- *   node dist/bench/scheduler/profile-top.js FILE.cpuprofile [more...] [--top N]
+ *   node dist/bench/harness/profile-top.js FILE.cpuprofile [more...] [--top N]
  */
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { parseArgs } from 'node:util';
 
 interface ProfileNode {
   id: number;
@@ -17,12 +20,14 @@ interface Profile {
   timeDeltas: number[];
 }
 
+const readProfile = (file: string): Profile => JSON.parse(readFileSync(file, 'utf8')) as Profile;
+
 /** Self time by function, summed over the files, as text lines: share of the busy (non-idle) time. */
 export function summarizeProfiles(files: readonly string[], top = 30): string {
   const self = new Map<string, number>();
   let total = 0;
   for (const file of files) {
-    const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
+    const profile = readProfile(file);
     const byId = new Map(profile.nodes.map((n) => [n.id, n]));
     profile.samples.forEach((id, i) => {
       const dt = profile.timeDeltas[i] ?? 0;
@@ -46,15 +51,16 @@ export function summarizeProfiles(files: readonly string[], top = 30): string {
 const STARTUP = new Set(['Module._load', 'compileForInternalLoader', 'wrapSafe', 'loadExport', 'initOrt']);
 
 /**
- * Busy time by the code responsible (start-up, i.e. module loading, left out): each sample goes to the nearest frame of ours up its stack (by directory:
- * lib/server/http, lib/scheduler, ...; bench and example code by file), else to Node's own code by module, else
- * to GC or native code. Shows which part of the server a request's time goes to.
+ * Busy time by the code responsible (start-up, i.e. module loading, left out): each sample goes to the nearest
+ * frame of ours up its stack (by directory: lib/server/http, lib/scheduler, ...; bench and example code by
+ * file), else to Node's own code by module, else to GC or native code. Shows which part of the server a
+ * request's time goes to.
  */
 export function summarizeByArea(files: readonly string[]): string {
   const areas = new Map<string, number>();
   let busy = 0;
   for (const file of files) {
-    const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
+    const profile = readProfile(file);
     const byId = new Map(profile.nodes.map((n) => [n.id, n]));
     const parent = new Map<number, number>();
     for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
@@ -96,15 +102,38 @@ export function summarizeByArea(files: readonly string[]): string {
   return `${lines.join('\n')}\n`;
 }
 
+/** Where a benchmark's `--profile` run leaves the server's CPU profiles (emptied first), and the node flags that write them. */
+export class CpuProfiles {
+  readonly dir: string;
+  /** Node arguments for the profiled child; none when profiling is off. */
+  readonly nodeArgs: string[];
+
+  constructor(bench: string, enabled: boolean) {
+    this.dir = path.join(os.tmpdir(), `tstriton-bench-${bench}-prof`);
+    this.nodeArgs = enabled ? ['--cpu-prof', `--cpu-prof-dir=${this.dir}`] : [];
+    if (enabled) {
+      rmSync(this.dir, { recursive: true, force: true });
+      mkdirSync(this.dir, { recursive: true });
+    }
+  }
+
+  /** Each profile's file name and top functions. */
+  summaries(top: number): string {
+    const files = readdirSync(this.dir).filter((f) => f.endsWith('.cpuprofile'));
+    return files.map((f) => `\n${f}\n${summarizeProfiles([path.join(this.dir, f)], top)}`).join('');
+  }
+}
+
 if (require.main === module) {
-  const args = process.argv.slice(2);
-  const t = args.indexOf('--top');
-  const top = t >= 0 ? Number(args[t + 1]) : 30;
-  const files = args.filter((_, i) => i !== t && i !== t + 1);
-  if (files.length === 0) {
+  const { values, positionals } = parseArgs({ options: { top: { type: 'string' } }, allowPositionals: true });
+  // A trailing count (`profile-top FILE 40`) is the --top of the older form.
+  const last = positionals[positionals.length - 1];
+  const count = last !== undefined && /^\d+$/.test(last) ? positionals.pop() : undefined;
+  const top = Number(values.top ?? count ?? 30);
+  if (positionals.length === 0 || !(top > 0)) {
     process.stderr.write('usage: profile-top FILE.cpuprofile [more...] [--top N]\n');
     process.exit(1);
   }
-  process.stdout.write(summarizeProfiles(files, top));
-  process.stdout.write(summarizeByArea(files));
+  process.stdout.write(summarizeProfiles(positionals, top));
+  process.stdout.write(summarizeByArea(positionals));
 }

@@ -1,5 +1,5 @@
 /**
- * KServe v2 infer requests in the binary tensor format (HTTP), their raw bytes for the load generator, and a
+ * KServe v2 infer requests over HTTP (the binary tensor format), their raw bytes for the load generator, and a
  * reader for the answers, used to check each server once before it is measured.
  */
 import * as http from 'node:http';
@@ -69,23 +69,22 @@ export interface OutputRead {
   binary?: Buffer;
 }
 
-/** Sends one request through node:http; resolves with the outputs, or rejects with the status and body. */
-export function inferOnce(port: number, payload: Payload): Promise<Map<string, OutputRead>> {
+/** An answer as node:http received it. */
+export interface Answer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+/** Sends one request through node:http and resolves with the whole answer, whatever its status. */
+export function post(port: number, payload: Payload): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = http.request(
       { host: '127.0.0.1', port, path: payload.path, method: 'POST', headers: { ...payload.headers, 'Content-Length': payload.body.length } },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const body = Buffer.concat(chunks);
-          if (res.statusCode !== 200) return reject(new Error(`${payload.path}: HTTP ${res.statusCode}: ${body.toString('utf8', 0, 300)}`));
-          try {
-            resolve(readOutputs(res.headers, body));
-          } catch (err) {
-            reject(err);
-          }
-        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
       },
     );
     req.on('error', reject);
@@ -93,7 +92,15 @@ export function inferOnce(port: number, payload: Payload): Promise<Map<string, O
   });
 }
 
-function readOutputs(headers: http.IncomingHttpHeaders, body: Buffer): Map<string, OutputRead> {
+/** Sends one request; resolves with the outputs, or rejects with the status and body. */
+export async function inferOnce(port: number, payload: Payload): Promise<Map<string, OutputRead>> {
+  const a = await post(port, payload);
+  if (a.status !== 200) throw new Error(`${payload.path}: HTTP ${a.status}: ${a.body.toString('utf8', 0, 300)}`);
+  return readOutputs(a.headers, a.body);
+}
+
+/** The outputs of a 200 answer: JSON `data`, or the bytes of their binary section. */
+export function readOutputs(headers: http.IncomingHttpHeaders, body: Buffer): Map<string, OutputRead> {
   const ihcl = headers['inference-header-content-length'];
   const headLength = ihcl === undefined ? body.length : Number(ihcl);
   const header = JSON.parse(body.toString('utf8', 0, headLength)) as {
