@@ -1,4 +1,5 @@
 import { elementCount, TritonError, type OutputValue, type Tensor } from '../lib';
+import { NUMERIC_ARRAYS } from '../lib/tensor/dtype';
 
 /**
  * Row operations on tensors and output values: dim 0 is the batch, a row is everything below it. They work on
@@ -14,19 +15,6 @@ type TypedArray = Exclude<Elements, readonly unknown[]>;
 /** Writable element access, for filling a container this module allocated. */
 type Writable = { [index: number]: unknown; readonly length: number };
 
-const TYPED_ARRAYS = [
-  Uint8Array,
-  Int8Array,
-  Uint16Array,
-  Int16Array,
-  Uint32Array,
-  Int32Array,
-  BigUint64Array,
-  BigInt64Array,
-  Float32Array,
-  Float64Array,
-] as const;
-
 /** True for typed-array containers, false for BYTES arrays. */
 export function isTyped(data: Elements): data is TypedArray {
   return ArrayBuffer.isView(data);
@@ -36,7 +24,7 @@ export function isTyped(data: Elements): data is TypedArray {
 export function allocLike(data: Elements, n: number): Elements {
   if (!isTyped(data)) return new Array<unknown>(n) as Elements;
   // A Buffer is a Uint8Array; allocate the plain typed array, not a Buffer.
-  const Ctor = TYPED_ARRAYS.find((C) => data instanceof C) as unknown as new (n: number) => TypedArray;
+  const Ctor = NUMERIC_ARRAYS.find((C) => data instanceof C) as unknown as new (n: number) => TypedArray;
   return new Ctor(n);
 }
 

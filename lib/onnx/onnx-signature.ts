@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as protobuf from 'protobufjs';
 import { TritonError } from '../errors';
-import type { DataType } from '../tensor/dtype';
+import { fromOnnxEnum, type DataType } from '../tensor/dtype';
 
 /**
  * The few ONNX messages needed to read a model's signature without loading it: the graph's inputs,
@@ -36,24 +36,6 @@ const ONNX_SUBSET = protobuf.Root.fromJSON({
   },
 });
 const ModelProto = ONNX_SUBSET.lookupType('onnx.ModelProto');
-
-/** ONNX TensorProto.DataType numbers → KServe datatypes (those ONNX and KServe share). */
-const ONNX_ELEM_TYPES: Record<number, DataType> = {
-  1: 'FP32',
-  2: 'UINT8',
-  3: 'INT8',
-  4: 'UINT16',
-  5: 'INT16',
-  6: 'INT32',
-  7: 'INT64',
-  8: 'BYTES',
-  9: 'BOOL',
-  10: 'FP16',
-  11: 'FP64',
-  12: 'UINT32',
-  13: 'UINT64',
-  16: 'BF16',
-};
 
 /** One input or output as the model declares it: symbolic or unknown dims are -1. */
 export interface OnnxTensorSignature {
@@ -96,7 +78,7 @@ export function readOnnxSignature(source: string | Uint8Array): OnnxSignature {
     const name = v.name ?? '';
     const t = v.type?.tensorType;
     if (!t) throw new TritonError('INVALID_CONFIG', `ONNX ${kind} '${name}' is not a tensor; only tensor inputs and outputs can be served`);
-    const dtype = ONNX_ELEM_TYPES[t.elemType ?? 0];
+    const dtype = fromOnnxEnum(t.elemType ?? 0);
     if (!dtype) throw new TritonError('INVALID_CONFIG', `ONNX ${kind} '${name}' has element type ${t.elemType}, which has no KServe datatype`);
     const dimsIn = t.shape?.dim ?? [];
     const dims = dimsIn.map((d) => {

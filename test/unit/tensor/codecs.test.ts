@@ -1,4 +1,4 @@
-import { DATA_TYPES, DTYPES, type DataType } from '../../../lib/tensor/dtype';
+import { DATA_TYPES, DTYPES, NUMERIC_ARRAYS, fromOnnxEnum, type DataType } from '../../../lib/tensor/dtype';
 import { decodeBinary, encodeBinary, decodeBytesElements, encodeBytesElements } from '../../../lib/tensor/binary-codec';
 import { decodeJsonData, encodeJsonData } from '../../../lib/tensor/json-codec';
 import { parseJson } from '../../../lib/tensor/lossless-json';
@@ -16,6 +16,25 @@ describe('dtype table', () => {
       const row = DTYPES[d];
       expect(row.array?.BYTES_PER_ELEMENT).toBe(row.size);
     }
+  });
+
+  it.each([
+    [1, 'FP32'], [2, 'UINT8'], [3, 'INT8'], [4, 'UINT16'], [5, 'INT16'], [6, 'INT32'], [7, 'INT64'],
+    [8, 'BYTES'], [9, 'BOOL'], [10, 'FP16'], [11, 'FP64'], [12, 'UINT32'], [13, 'UINT64'], [16, 'BF16'],
+  ] as const)('maps ONNX element type %i to %s', (onnxEnum, dtype) => {
+    expect(fromOnnxEnum(onnxEnum)).toBe(dtype);
+    expect(DTYPES[dtype].onnxEnum).toBe(onnxEnum);
+  });
+
+  it('has no KServe datatype for ONNX types it lacks (complex64, float8)', () => {
+    expect(fromOnnxEnum(14)).toBeUndefined();
+    expect(fromOnnxEnum(17)).toBeUndefined();
+    expect(fromOnnxEnum(0)).toBeUndefined();
+  });
+
+  it('lists each typed-array constructor once', () => {
+    expect(NUMERIC_ARRAYS).toHaveLength(10);
+    expect(new Set(NUMERIC_ARRAYS).size).toBe(NUMERIC_ARRAYS.length);
   });
 });
 
