@@ -1,17 +1,13 @@
-import { ModelConfig, type ModelConfigInit } from './config/model-config';
-import { nameSpecs, type TensorSpec, type TensorSpecInit } from './config/tensor-spec';
 import { TritonConfig, type TritonConfigInit } from './config/triton-config';
 import { validateOrThrow } from './config/validate';
 import { TritonError, type UnrecoverableError } from './errors';
-import type { InferFunc } from './infer-func';
-import { createInstances } from './instances/create-instances';
-import { isOnnxModelSpec, resolveOnnxBinding, type OnnxModelSpec } from './onnx/onnx-model';
-import { EnsembleInstance, ensembleSchedulingJson, isEnsembleSpec, planEnsemble, type EnsembleSpec } from './model/ensemble';
-import type { BlsHandler } from './model/model';
-import { RemoteModels } from './model/remote-models';
+import { BlsRouter } from './bls/bls-router';
+import { InFlight } from './in-flight';
+import { isEnsembleSpec } from './model/ensemble';
 import { createLogger, type Logger } from './logger';
 import type { InferenceRequest, InferenceResponse } from './model/inference';
-import { Model } from './model/model';
+import type { Model } from './model/model';
+import { buildModel, checkBinding, type BindOptions, type BuildContext } from './model/model-builder';
 import { ModelRepository } from './model/model-repository';
 import { ResponseCache } from './model/response-cache';
 import { GrpcServer } from './server/grpc/grpc-server';
@@ -20,52 +16,13 @@ import { HttpServer } from './server/http/http-server';
 import { SharedMemoryManager } from './server/shared-memory';
 import { logSettingsOf, updateLogSettings, type LogSettings } from './log-settings';
 import { Tracer, type TraceSettings } from './trace';
-import type { RepositoryIndexEntry, ServerCore, ServerMetadata } from './server/server-core';
+import type { RepositoryIndexEntry, ServerCore, ServerMetadata, Transport } from './server/server-core';
 import { VERSION } from './version';
 
-/** Arguments of `Triton.bind()`, as PyTriton's `bind`. */
-export interface BindOptions {
-  /** Model name: letters, digits, `_`, `-`, `.`; no path characters. */
-  modelName: string;
-  /** Model version (a positive integer); 1 by default. */
-  modelVersion?: number;
-  /**
-   * The callable: a function, an object with a decorated method, a class, an `instanceFactory(...)`, or
-   * `workers({ module, devices })` for worker threads, or `onnxModel({ path })`; or a list of them (one
-   * instance each).
-   */
-  inferFunc: InferFunc | OnnxModelSpec | EnsembleSpec;
-  /** Inputs; for `onnxModel(...)` they are read from the model and may be left out. */
-  inputs?: readonly (TensorSpec | TensorSpecInit)[];
-  /** Outputs; for `onnxModel(...)` they are read from the model and may be left out. */
-  outputs?: readonly (TensorSpec | TensorSpecInit)[];
-  config?: ModelConfig | ModelConfigInit;
-  /** Also check output shapes against the declared dims (dtype and batch size are always checked). */
-  strict?: boolean;
-}
-
-/** A transport the server starts and stops (HTTP, gRPC, metrics). */
-export interface Transport {
-  readonly name: string;
-  /** Starts listening; resolves with the bound port. */
-  start(): Promise<number>;
-  /**
-   * Called the moment the server starts stopping, while in-flight work drains; the port stays open (HTTP answers
-   * every request from then on with `Connection: close`).
-   */
-  drain?(): void;
-  /**
-   * Refuses new connections and calls; called once in-flight inference has drained. May resolve once its
-   * connections have closed (HTTP closes each after the response it is writing).
-   */
-  stopAccepting(): void | Promise<void>;
-  /** Ends everything still open; `stop()` awaits it. */
-  forceClose(): void | Promise<void>;
-}
+export type { BindOptions } from './model/model-builder';
+export type { Transport } from './server/server-core';
 
 type State = 'created' | 'starting' | 'running' | 'stopping' | 'stopped';
-
-const MODEL_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
 
 /** Extensions the server implements; `GET /v2` lists exactly these. */
 const EXTENSIONS = [
@@ -106,12 +63,15 @@ export class Triton implements ServerCore, AsyncDisposable {
   private state: State = 'created';
   /** How each bound model was bound, to build it again when it is loaded after an unload. */
   private readonly bindings = new Map<Model, BindOptions>();
-  private readonly remote = new RemoteModels();
   private readonly transports: Transport[] = [];
   private stopping: Promise<number> | undefined;
   private exitCode = 0;
-  private inFlight = 0;
-  private idleWaiters: (() => void)[] = [];
+  /** Requests in flight, for an orderly stop. */
+  private readonly inFlight = new InFlight();
+  /** Serves the calls models make to other models. */
+  private readonly bls = new BlsRouter(this.repository, (request, model) => this.infer(request, model));
+  /** What models are built with. */
+  private readonly building: BuildContext;
   private stopped!: Promise<number>;
   private resolveStopped!: (code: number) => void;
 
@@ -122,6 +82,13 @@ export class Triton implements ServerCore, AsyncDisposable {
     this.responseCache = this.config.responseCacheByteSize > 0 ? new ResponseCache(this.config.responseCacheByteSize) : undefined;
     this.sharedMemory = new SharedMemoryManager(this.config.allowSharedMemory);
     this.tracer = new Tracer(this.config.traceFile);
+    this.building = {
+      repository: this.repository,
+      responseCache: this.responseCache,
+      tracer: this.tracer,
+      bls: this.bls.handle,
+      onUnrecoverable: (err, model) => this.onUnrecoverable(err, model),
+    };
     this.http = new HttpServer(this, this.logger);
     this.metrics = new Metrics(this.repository, this.responseCache);
     if (this.config.allowHttp) {
@@ -155,84 +122,14 @@ export class Triton implements ServerCore, AsyncDisposable {
   /** Binds a model. Every invalid option is rejected here with a message naming the field. */
   bind(options: BindOptions): Model {
     if (this.state === 'stopping' || this.state === 'stopped') throw new TritonError('UNAVAILABLE', 'cannot bind: the server is stopping');
-    const { modelName } = options;
-    if (typeof modelName !== 'string' || !MODEL_NAME.test(modelName)) {
-      throw new TritonError('INVALID_CONFIG', `invalid modelName ${JSON.stringify(modelName)}: use letters, digits, '_', '-' and '.', starting with a letter, digit or '_'`);
-    }
-    const version = options.modelVersion ?? 1;
-    if (!Number.isInteger(version) || version < 1) {
-      throw new TritonError('INVALID_CONFIG', `invalid modelVersion for model '${modelName}': expected a positive integer, got ${String(version)}`);
-    }
-    if (this.repository.has(modelName)) {
-      const taken = this.repository.all().some((m) => m.name === modelName && m.version === String(version));
-      if (taken) throw new TritonError('ALREADY_EXISTS', `model '${modelName}' version ${version} is already bound`);
-    }
-    const model = this.buildModel(options, modelName, version);
+    const { modelName, version } = checkBinding(options, this.repository);
+    const model = buildModel(options, modelName, version, this.building);
     this.repository.add(model);
     this.bindings.set(model, options);
     if (this.state === 'running') {
       model.load().catch((err: Error) => this.logger.error({ model: modelName, err: err.message }, 'model failed to load'));
     }
     return model;
-  }
-
-  /** Builds a model and its instances from its binding (at bind, and again when it is loaded after an unload). */
-  private buildModel(options: BindOptions, modelName: string, version: number): Model {
-    const onnx = isOnnxModelSpec(options.inferFunc) ? resolveOnnxBinding(options.inferFunc, modelName, options) : undefined;
-    const config = onnx?.config ?? (options.config instanceof ModelConfig ? options.config : new ModelConfig(options.config));
-    validateOrThrow(config, `ModelConfig of model '${modelName}'`);
-    if (config.responseCache && !this.responseCache) {
-      throw new TritonError(
-        'INVALID_CONFIG',
-        `model '${modelName}' enables responseCache, but the server has no response cache: give it a size with new Triton({ responseCacheByteSize }) or TSTRITON_RESPONSE_CACHE_BYTE_SIZE`,
-      );
-    }
-    if (config.responseCache && config.decoupled) {
-      throw new TritonError('INVALID_CONFIG', `model '${modelName}' is decoupled: decoupled models cannot use the response cache`);
-    }
-    const inputs = nameSpecs(onnx?.inputs ?? options.inputs ?? [], 'INPUT');
-    const outputs = nameSpecs(onnx?.outputs ?? options.outputs ?? [], 'OUTPUT');
-    inputs.forEach((s, i) => validateOrThrow(s, `input ${i} of model '${modelName}'`));
-    outputs.forEach((s, i) => validateOrThrow(s, `output ${i} of model '${modelName}'`));
-    if (outputs.length === 0) throw new TritonError('INVALID_CONFIG', `model '${modelName}' must declare at least one output`);
-    const labelled = inputs.find((s) => s.labels !== undefined);
-    if (labelled) throw new TritonError('INVALID_CONFIG', `model '${modelName}': input '${labelled.name}' has labels; only outputs take labels`);
-    for (const [kind, specs] of [['input', inputs], ['output', outputs]] as const) {
-      const seen = new Set<string>();
-      for (const s of specs) {
-        if (seen.has(s.name)) throw new TritonError('INVALID_CONFIG', `model '${modelName}' declares ${kind} '${s.name}' twice`);
-        seen.add(s.name);
-      }
-    }
-    let instances;
-    let ensembleFields: { platform: string; backend: string; instanceGroups: []; configExtra: Record<string, unknown> } | undefined;
-    if (isEnsembleSpec(options.inferFunc)) {
-      const steps = planEnsemble(modelName, options.inferFunc, inputs, outputs, config.effectiveMaxBatchSize, this.repository);
-      // An ensemble's own queue only forwards: each step batches in its model's scheduler.
-      config.batcher = null;
-      instances = [new EnsembleInstance(`${modelName}_0`, steps)];
-      ensembleFields = { platform: 'ensemble', backend: '', instanceGroups: [], configExtra: ensembleSchedulingJson(options.inferFunc.steps) };
-    } else {
-      instances = createInstances(onnx?.inferFunc ?? (options.inferFunc as InferFunc), modelName);
-    }
-    return new Model({
-      platform: ensembleFields?.platform ?? onnx?.platform,
-      backend: ensembleFields?.backend ?? onnx?.backend,
-      instanceGroups: ensembleFields?.instanceGroups,
-      configExtra: ensembleFields?.configExtra,
-      bls: this.bls,
-      defaultModelFilename: onnx?.defaultModelFilename,
-      name: modelName,
-      version: String(version),
-      inputs,
-      outputs,
-      config,
-      instances,
-      strict: options.strict ?? false,
-      onUnrecoverable: (err, m) => this.onUnrecoverable(err, m),
-      responseCache: config.responseCache ? this.responseCache : undefined,
-      tracer: this.tracer,
-    });
   }
 
   /**
@@ -262,7 +159,7 @@ export class Triton implements ServerCore, AsyncDisposable {
       if (old.state === 'READY' || old.state === 'LOADING') continue;
       if (old.state === 'UNLOADING') throw new TritonError('UNAVAILABLE', `model '${name}' is unloading; load it once it has unloaded`);
       const options = this.bindings.get(old) as BindOptions;
-      const fresh = this.buildModel(options, old.name, Number(old.version));
+      const fresh = buildModel(options, old.name, Number(old.version), this.building);
       this.bindings.delete(old);
       this.bindings.set(fresh, options);
       this.repository.replace(fresh);
@@ -387,15 +284,17 @@ export class Triton implements ServerCore, AsyncDisposable {
     return models.map((m) => m.statistics.toJson(m.name, m.version));
   }
 
-  infer(request: InferenceRequest): Promise<InferenceResponse> {
+  /** Runs one request; `model` when the caller has looked it up already (a transport, a BLS call). */
+  infer(request: InferenceRequest, model?: Model): Promise<InferenceResponse> {
     if (this.state !== 'running') return Promise.reject(new TritonError('UNAVAILABLE', 'Server is stopping and accepts no new requests'));
-    let model: Model;
-    try {
-      model = this.repository.get(request.modelName, request.modelVersion);
-    } catch (err) {
-      return Promise.reject(err);
+    if (!model) {
+      try {
+        model = this.repository.get(request.modelName, request.modelVersion);
+      } catch (err) {
+        return Promise.reject(err);
+      }
     }
-    this.inFlight++;
+    this.inFlight.add();
     if (this.logger.isLevelEnabled('debug')) return this.inferLogged(model, request);
     return model.infer(request).then(this.inferDone, this.inferFailed);
   }
@@ -428,58 +327,20 @@ export class Triton implements ServerCore, AsyncDisposable {
   };
 
   private leaveInfer(): void {
-    this.inFlight--;
-    if (this.inFlight === 0) for (const w of this.idleWaiters.splice(0)) w();
+    this.inFlight.done();
   }
 
-  /** Serves `request.infer(...)`: a bound model through its scheduler, or a remote one through the client. */
-  private readonly bls: BlsHandler = async (call, chain, callerCancellation) => {
-    const signal = call.signal ? AbortSignal.any([call.signal, callerCancellation.signal]) : callerCancellation.signal;
-    const caller = chain[chain.length - 1] ?? '';
-    if (call.url) return this.remote.infer(call, signal, caller);
-    const model = this.repository.get(call.modelName, call.modelVersion);
-    // The simple deadlock: every execution slot of the callee is held by a caller up this very chain.
-    const held = chain.filter((name) => name === model.name).length;
-    const capacity = model.instances.reduce((n, i) => n + (i.maxConcurrency ?? 1), 0);
-    if (held > 0 && held >= capacity) {
-      throw new TritonError(
-        'INVALID_ARGUMENT',
-        `model '${caller}' calls '${model.name}', whose ${capacity} instance(s) are all held by its callers (${chain.join(' -> ')}); ` +
-          'this would deadlock: give it more instances or do not call it from itself',
-      );
-    }
-    try {
-      const response = await this.infer({
-        modelName: model.name,
-        modelVersion: model.version,
-        id: '',
-        inputs: Object.entries(call.inputs).map(([name, tensor]) => ({ name, tensor })),
-        requestedOutputs: call.requestedOutputs,
-        parameters: call.parameters ?? {},
-        signal,
-        chain,
-      });
-      return Object.fromEntries(response.outputs.map((o) => [o.name, o.tensor]));
-    } catch (err) {
-      const e = err instanceof TritonError ? err : new TritonError('INFERENCE_FAILED', String((err as Error)?.message ?? err));
-      throw new TritonError(e.code, `model '${caller}' calling '${model.name}': ${e.message}`, { cause: err });
-    }
-  };
-
-  inferStream(request: InferenceRequest): AsyncIterable<InferenceResponse & { final: boolean }> {
+  /** Runs one request of a decoupled model; `model` when the caller has looked it up already. */
+  inferStream(request: InferenceRequest, model?: Model): AsyncIterable<InferenceResponse & { final: boolean }> {
     if (this.state !== 'running') throw new TritonError('UNAVAILABLE', 'Server is stopping and accepts no new requests');
-    const model = this.repository.get(request.modelName, request.modelVersion);
-    const responses = model.inferStream(request);
-    this.inFlight++;
-    const done = () => {
-      this.inFlight--;
-      if (this.inFlight === 0) for (const w of this.idleWaiters.splice(0)) w();
-    };
+    const responses = (model ?? this.repository.get(request.modelName, request.modelVersion)).inferStream(request);
+    const inFlight = this.inFlight;
+    inFlight.add();
     async function* tracked() {
       try {
         yield* responses;
       } finally {
-        done();
+        inFlight.done();
       }
     }
     return tracked();
@@ -501,9 +362,9 @@ export class Triton implements ServerCore, AsyncDisposable {
     for (const m of this.repository.all()) m.state = 'UNAVAILABLE';
     for (const t of this.transports) t.drain?.();
     if (wasRunning) {
-      const drained = await this.waitIdle(this.config.exitTimeoutSeconds * 1000);
+      const drained = await this.inFlight.idle(this.config.exitTimeoutSeconds * 1000);
       if (!drained) {
-        this.logger.warn({ inFlight: this.inFlight }, 'exit timeout reached: failing the remaining requests');
+        this.logger.warn({ inFlight: this.inFlight.size }, 'exit timeout reached: failing the remaining requests');
         for (const m of this.repository.all()) m.scheduler.rejectAll(new TritonError('UNAVAILABLE', 'Server stopped before the request ran'));
       }
       // Together: a transport waiting for its connections to finish holds no other back.
@@ -511,7 +372,7 @@ export class Triton implements ServerCore, AsyncDisposable {
       await Promise.all(this.transports.map((t) => t.forceClose()));
     }
     await Promise.allSettled(this.repository.all().flatMap((m) => m.instances.map((i) => i.close())));
-    this.remote.close();
+    this.bls.close();
     this.sharedMemory.closeAll();
     this.tracer.close();
     this.state = 'stopped';
@@ -520,14 +381,4 @@ export class Triton implements ServerCore, AsyncDisposable {
     return this.exitCode;
   }
 
-  private waitIdle(timeoutMs: number): Promise<boolean> {
-    if (this.inFlight === 0) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => resolve(false), timeoutMs);
-      this.idleWaiters.push(() => {
-        clearTimeout(timer);
-        resolve(true);
-      });
-    });
-  }
 }

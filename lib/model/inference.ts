@@ -24,10 +24,11 @@ export interface InferenceRequest {
   readonly priority?: number;
   /** Queue timeout override in microseconds. */
   readonly timeoutMicroseconds?: number;
-  /** Fires when the client goes away. */
-  readonly signal?: AbortSignal;
-  /** Like `signal`, without making an AbortSignal unless the callable reads one (the HTTP hot path). */
-  readonly cancellation?: Cancellation;
+  /**
+   * Fires when the client goes away or the request is cancelled; the callable's AbortSignal is made from it
+   * only if the callable reads one.
+   */
+  readonly cancellation: Cancellation;
   /** Absolute deadline (ms since the epoch), e.g. from a gRPC deadline; the request fails once it passes. */
   readonly deadline?: number;
   /** Models on the call path when this request comes from a model (BLS or ensemble step), outermost first. */

@@ -13,6 +13,7 @@ import { Scheduler, type Scheduled } from '../scheduler/scheduler';
 import type { Tensor } from '../tensor/tensor';
 import type { InferenceRequest, InferenceResponse, NamedTensor } from './inference';
 import { ResponseCache } from './response-cache';
+import { InFlight } from '../in-flight';
 import { RequestJob, ScheduledRequest } from './request-job';
 import { RequestValidator } from './request-validation';
 import { ResponseValidator } from './response-validation';
@@ -80,11 +81,10 @@ export class Model {
   private readonly bls: BlsHandler | undefined;
   private readonly cache: ResponseCache | undefined;
   private readonly tracer: Tracer | undefined;
-  private live = 0;
+  /** Requests this model holds, validated and not yet answered. */
+  private readonly live = new InFlight();
   private created = 0;
   private released = 0;
-  /** Called when the last live request ends (an unload waits for it). */
-  private drained: (() => void) | undefined;
   /** The latest instance failure, for the error of requests that no instance is left to run. */
   private lastFailure: HealthEvent | undefined;
 
@@ -186,7 +186,7 @@ export class Model {
 
   /** Requests this model is working on (validated and not yet answered); per-request state lives as long. */
   get liveRequests(): number {
-    return this.live;
+    return this.live.size;
   }
 
   /** Per-request states created and released since the model was bound (equal when nothing leaks). */
@@ -309,8 +309,8 @@ export class Model {
     // Built only when an error message needs it.
     const { inputs, rows, batchKey } = this.requests.inputs(req);
     const requestedOutputs = this.requests.requestedOutputs(req);
-    const cancellation = req.cancellation ?? new Cancellation();
-    this.live++;
+    const cancellation = req.cancellation;
+    this.live.add();
     this.created++;
     const request = new ScheduledRequest(inputs, req.parameters, requestedOutputs, req.id, cancellation, req.movableBuffer);
     const bls = this.bls;
@@ -320,9 +320,8 @@ export class Model {
 
   /** @internal Called once by each request's job when it ends. */
   jobReleased(): void {
-    this.live--;
+    this.live.done();
     this.released++;
-    if (this.live === 0 && this.drained) this.drained();
   }
 
   /**
@@ -333,15 +332,8 @@ export class Model {
   async unload(timeoutMs: number): Promise<void> {
     if (this.state === 'UNLOADING' || this.unloaded) return;
     this.state = 'UNLOADING';
-    if (this.live > 0) {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, timeoutMs);
-        this.drained = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      this.drained = undefined;
+    if (this.live.size > 0) {
+      await this.live.idle(timeoutMs);
       this.scheduler.rejectAll(new TritonError('UNAVAILABLE', `model '${this.name}' was unloaded before the request ran`));
     }
     await Promise.allSettled(this.instances.map((i) => i.close()));

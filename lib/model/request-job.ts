@@ -49,7 +49,6 @@ export class RequestJob implements EnqueueOptions {
   readonly timeoutMicroseconds: number | undefined;
   /** When the request arrived (performance.now()). */
   readonly start = performance.now();
-  private readonly unfollow: (() => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
   private deadline: Promise<never> | undefined;
   private released = false;
@@ -64,7 +63,6 @@ export class RequestJob implements EnqueueOptions {
   ) {
     this.priority = req.priority;
     this.timeoutMicroseconds = req.timeoutMicroseconds;
-    this.unfollow = req.signal ? cancellation.follow(req.signal) : undefined;
     const timeoutMs = req.deadline !== undefined ? req.deadline - Date.now() : req.timeoutMicroseconds ? req.timeoutMicroseconds / 1000 : undefined;
     if (timeoutMs !== undefined && timeoutMs <= MAX_TIMER_MS) {
       this.deadline = new Promise<never>((_, reject) => {
@@ -107,6 +105,5 @@ export class RequestJob implements EnqueueOptions {
     this.released = true;
     this.owner.jobReleased();
     if (this.timer) clearTimeout(this.timer);
-    this.unfollow?.();
   }
 }

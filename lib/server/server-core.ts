@@ -46,3 +46,22 @@ export interface ServerCore {
   /** Runs one request of a decoupled model; responses arrive as produced, the last one marked final. */
   inferStream(request: InferenceRequest): AsyncIterable<InferenceResponse & { final: boolean }>;
 }
+
+/** A transport the server starts and stops (HTTP, gRPC, metrics). */
+export interface Transport {
+  readonly name: string;
+  /** Starts listening; resolves with the bound port. */
+  start(): Promise<number>;
+  /**
+   * Called the moment the server starts stopping, while in-flight work drains; the port stays open (HTTP answers
+   * every request from then on with `Connection: close`).
+   */
+  drain?(): void;
+  /**
+   * Refuses new connections and calls; called once in-flight inference has drained. May resolve once its
+   * connections have closed (HTTP closes each after the response it is writing).
+   */
+  stopAccepting(): void | Promise<void>;
+  /** Ends everything still open; `stop()` awaits it. */
+  forceClose(): void | Promise<void>;
+}

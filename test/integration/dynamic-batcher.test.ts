@@ -1,3 +1,4 @@
+import { Cancellation } from '../../lib/cancellation';
 import { Triton, type ModelConfigInit, type Request } from '../../lib';
 
 /** A server with one model whose executions are logged and can be held at will. */
@@ -59,7 +60,7 @@ class Harness {
 
   /** Runs a request through the server core, without a transport. */
   inferDirect(id: string): Promise<unknown> {
-    return this.triton.infer({ modelName: 'm', id, parameters: {}, inputs: [{ name: 'x', tensor: { dtype: 'FP32', shape: [1, 2], data: new Float32Array(2) } }] });
+    return this.triton.infer({ modelName: 'm', id, parameters: {}, cancellation: new Cancellation(), inputs: [{ name: 'x', tensor: { dtype: 'FP32', shape: [1, 2], data: new Float32Array(2) } }] });
   }
 
   async stats(): Promise<{ batch_stats: { batch_size: number; compute_infer: { count: number } }[]; execution_count: number; inference_count: number }> {

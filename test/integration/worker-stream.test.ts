@@ -1,3 +1,4 @@
+import { Cancellation } from '../../lib/cancellation';
 import * as path from 'node:path';
 import { Triton, workers } from '../../lib';
 
@@ -28,6 +29,7 @@ describe('decoupled models on worker instances', () => {
   const request = (parameters: Record<string, string | number> = {}, text = 'the quick brown fox') => ({
     modelName: 'words',
     id: 'r',
+    cancellation: new Cancellation(),
     inputs: [{ name: 'TEXT', tensor: { dtype: 'BYTES' as const, shape: [1], data: [Buffer.from(text)] } }],
     parameters,
   });

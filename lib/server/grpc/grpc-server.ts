@@ -1,8 +1,7 @@
 import { headerMatcher } from '../forward-headers';
 import * as grpc from '@grpc/grpc-js';
 import { TritonError } from '../../errors';
-import type { Transport } from '../../triton';
-import type { ServerCore } from '../server-core';
+import type { ServerCore, Transport } from '../server-core';
 import { CallTracker } from './call-tracker';
 import { grpcServerCredentials } from './grpc-credentials';
 import type { GrpcContext } from './grpc-context';

@@ -1,0 +1,74 @@
+import { Cancellation } from '../cancellation';
+import type { InferCall } from '../callable';
+import { TritonError, toTritonError } from '../errors';
+import type { InferenceRequest, InferenceResponse } from '../model/inference';
+import type { BlsHandler, Model } from '../model/model';
+import type { ModelRepository } from '../model/model-repository';
+import type { Tensor } from '../tensor/tensor';
+import { RemoteModels } from './remote-models';
+
+/**
+ * Serves `request.infer(...)`, the calls a model makes to other models: a bound model through its own
+ * scheduler (as the caller's own request: its call chain, its cancellation), or a model on another server
+ * through a client. It refuses the call that would deadlock.
+ */
+export class BlsRouter {
+  private readonly remote = new RemoteModels();
+
+  /** `infer` runs a request on a model already looked up (the server's, so that it counts as in flight). */
+  constructor(
+    private readonly repository: ModelRepository,
+    private readonly infer: (request: InferenceRequest, model: Model) => Promise<InferenceResponse>,
+  ) {}
+
+  readonly handle: BlsHandler = (call, chain, caller) => {
+    const callerName = chain[chain.length - 1] ?? '';
+    if (call.url) return this.remote.infer(call, call.signal ? AbortSignal.any([call.signal, caller.signal]) : caller.signal, callerName);
+    return this.local(call, chain, caller, callerName);
+  };
+
+  /** Clients of remote models are closed. */
+  close(): void {
+    this.remote.close();
+  }
+
+  private async local(call: InferCall, chain: readonly string[], caller: Cancellation, callerName: string): Promise<Record<string, Tensor>> {
+    const model = this.repository.get(call.modelName, call.modelVersion);
+    // The simple deadlock: every execution slot of the callee is held by a caller up this very chain.
+    const held = chain.filter((name) => name === model.name).length;
+    const capacity = model.instances.reduce((n, i) => n + (i.maxConcurrency ?? 1), 0);
+    if (held > 0 && held >= capacity) {
+      throw new TritonError(
+        'INVALID_ARGUMENT',
+        `model '${callerName}' calls '${model.name}', whose ${capacity} instance(s) are all held by its callers (${chain.join(' -> ')}); ` +
+          'this would deadlock: give it more instances or do not call it from itself',
+      );
+    }
+    // The call ends with its caller, or when the callable's own signal for it fires.
+    const cancellation = new Cancellation();
+    const stopListening = caller.onAbort(() => cancellation.abort(caller.reason));
+    const unfollow = call.signal ? cancellation.follow(call.signal) : undefined;
+    try {
+      const response = await this.infer(
+        {
+          modelName: model.name,
+          modelVersion: model.version,
+          id: '',
+          inputs: Object.entries(call.inputs).map(([name, tensor]) => ({ name, tensor })),
+          requestedOutputs: call.requestedOutputs,
+          parameters: call.parameters ?? {},
+          cancellation,
+          chain,
+        },
+        model,
+      );
+      return Object.fromEntries(response.outputs.map((o) => [o.name, o.tensor]));
+    } catch (err) {
+      const e = toTritonError(err, 'INFERENCE_FAILED');
+      throw new TritonError(e.code, `model '${callerName}' calling '${model.name}': ${e.message}`, { cause: err });
+    } finally {
+      stopListening();
+      unfollow?.();
+    }
+  }
+}

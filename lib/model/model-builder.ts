@@ -1,0 +1,122 @@
+import { ModelConfig, type ModelConfigInit } from '../config/model-config';
+import { nameSpecs, type TensorSpec, type TensorSpecInit } from '../config/tensor-spec';
+import { validateOrThrow } from '../config/validate';
+import { TritonError, type UnrecoverableError } from '../errors';
+import type { InferFunc } from '../infer-func';
+import { createInstances } from '../instances/create-instances';
+import { isOnnxModelSpec, resolveOnnxBinding, type OnnxModelSpec } from '../onnx/onnx-model';
+import type { Tracer } from '../trace';
+import { EnsembleInstance, ensembleSchedulingJson, isEnsembleSpec, planEnsemble, type EnsembleSpec } from './ensemble';
+import { Model, type BlsHandler } from './model';
+import type { ModelRepository } from './model-repository';
+import type { ResponseCache } from './response-cache';
+
+/** Arguments of `Triton.bind()`, as PyTriton's `bind`. */
+export interface BindOptions {
+  /** Model name: letters, digits, `_`, `-`, `.`; no path characters. */
+  modelName: string;
+  /** Model version (a positive integer); 1 by default. */
+  modelVersion?: number;
+  /**
+   * The callable: a function, an object with a decorated method, a class, an `instanceFactory(...)`, or
+   * `workers({ module, devices })` for worker threads, or `onnxModel({ path })`; or a list of them (one
+   * instance each).
+   */
+  inferFunc: InferFunc | OnnxModelSpec | EnsembleSpec;
+  /** Inputs; for `onnxModel(...)` they are read from the model and may be left out. */
+  inputs?: readonly (TensorSpec | TensorSpecInit)[];
+  /** Outputs; for `onnxModel(...)` they are read from the model and may be left out. */
+  outputs?: readonly (TensorSpec | TensorSpecInit)[];
+  config?: ModelConfig | ModelConfigInit;
+  /** Also check output shapes against the declared dims (dtype and batch size are always checked). */
+  strict?: boolean;
+}
+
+/** What a model is built with besides its binding: the server's parts it uses. */
+export interface BuildContext {
+  readonly repository: ModelRepository;
+  readonly responseCache: ResponseCache | undefined;
+  readonly tracer: Tracer;
+  /** Serves the model's `request.infer(...)` calls. */
+  readonly bls: BlsHandler;
+  /** Called when the model's callable throws UnrecoverableError. */
+  readonly onUnrecoverable: (err: UnrecoverableError, model: Model) => void;
+}
+
+const MODEL_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
+
+/** Checks a binding's name and version, and that the repository does not hold them yet. */
+export function checkBinding(options: BindOptions, repository: ModelRepository): { modelName: string; version: number } {
+  const { modelName } = options;
+  if (typeof modelName !== 'string' || !MODEL_NAME.test(modelName)) {
+    throw new TritonError('INVALID_CONFIG', `invalid modelName ${JSON.stringify(modelName)}: use letters, digits, '_', '-' and '.', starting with a letter, digit or '_'`);
+  }
+  const version = options.modelVersion ?? 1;
+  if (!Number.isInteger(version) || version < 1) {
+    throw new TritonError('INVALID_CONFIG', `invalid modelVersion for model '${modelName}': expected a positive integer, got ${String(version)}`);
+  }
+  if (repository.has(modelName)) {
+    const taken = repository.all().some((m) => m.name === modelName && m.version === String(version));
+    if (taken) throw new TritonError('ALREADY_EXISTS', `model '${modelName}' version ${version} is already bound`);
+  }
+  return { modelName, version };
+}
+
+/** Builds a model and its instances from its binding (at bind, and again when it is loaded after an unload). */
+export function buildModel(options: BindOptions, modelName: string, version: number, server: BuildContext): Model {
+  const onnx = isOnnxModelSpec(options.inferFunc) ? resolveOnnxBinding(options.inferFunc, modelName, options) : undefined;
+  const config = onnx?.config ?? (options.config instanceof ModelConfig ? options.config : new ModelConfig(options.config));
+  validateOrThrow(config, `ModelConfig of model '${modelName}'`);
+  if (config.responseCache && !server.responseCache) {
+    throw new TritonError(
+      'INVALID_CONFIG',
+      `model '${modelName}' enables responseCache, but the server has no response cache: give it a size with new Triton({ responseCacheByteSize }) or TSTRITON_RESPONSE_CACHE_BYTE_SIZE`,
+    );
+  }
+  if (config.responseCache && config.decoupled) {
+    throw new TritonError('INVALID_CONFIG', `model '${modelName}' is decoupled: decoupled models cannot use the response cache`);
+  }
+  const inputs = nameSpecs(onnx?.inputs ?? options.inputs ?? [], 'INPUT');
+  const outputs = nameSpecs(onnx?.outputs ?? options.outputs ?? [], 'OUTPUT');
+  inputs.forEach((s, i) => validateOrThrow(s, `input ${i} of model '${modelName}'`));
+  outputs.forEach((s, i) => validateOrThrow(s, `output ${i} of model '${modelName}'`));
+  if (outputs.length === 0) throw new TritonError('INVALID_CONFIG', `model '${modelName}' must declare at least one output`);
+  const labelled = inputs.find((s) => s.labels !== undefined);
+  if (labelled) throw new TritonError('INVALID_CONFIG', `model '${modelName}': input '${labelled.name}' has labels; only outputs take labels`);
+  for (const [kind, specs] of [['input', inputs], ['output', outputs]] as const) {
+    const seen = new Set<string>();
+    for (const s of specs) {
+      if (seen.has(s.name)) throw new TritonError('INVALID_CONFIG', `model '${modelName}' declares ${kind} '${s.name}' twice`);
+      seen.add(s.name);
+    }
+  }
+  let instances;
+  let ensembleFields: { platform: string; backend: string; instanceGroups: []; configExtra: Record<string, unknown> } | undefined;
+  if (isEnsembleSpec(options.inferFunc)) {
+    const steps = planEnsemble(modelName, options.inferFunc, inputs, outputs, config.effectiveMaxBatchSize, server.repository);
+    // An ensemble's own queue only forwards: each step batches in its model's scheduler.
+    config.batcher = null;
+    instances = [new EnsembleInstance(`${modelName}_0`, steps)];
+    ensembleFields = { platform: 'ensemble', backend: '', instanceGroups: [], configExtra: ensembleSchedulingJson(options.inferFunc.steps) };
+  } else {
+    instances = createInstances(onnx?.inferFunc ?? (options.inferFunc as InferFunc), modelName);
+  }
+  return new Model({
+    platform: ensembleFields?.platform ?? onnx?.platform,
+    backend: ensembleFields?.backend ?? onnx?.backend,
+    instanceGroups: ensembleFields?.instanceGroups,
+    configExtra: ensembleFields?.configExtra,
+    bls: server.bls,
+    defaultModelFilename: onnx?.defaultModelFilename,
+    name: modelName,
+    version: String(version),
+    inputs,
+    outputs,
+    config,
+    instances,
+    strict: options.strict ?? false,
+    onUnrecoverable: server.onUnrecoverable,
+    responseCache: config.responseCache ? server.responseCache : undefined,
+    tracer: server.tracer,
+  });
+}
