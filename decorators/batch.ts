@@ -1,4 +1,5 @@
 import { TritonError, type OutputValue, type Request, type Response, type StreamItem } from '../lib';
+import { isAsyncIterable } from '../lib/callable';
 import { batchInputs, requestRows } from './batch-inputs';
 import { batchContext, totalRows, type BatchContext, type BatchFn, type BatchOutputs, type StreamingBatchFn } from './context';
 import { makeDecorator } from './decorate';
@@ -99,9 +100,4 @@ async function* splitStream(outputs: AsyncIterable<BatchOutputs>, rows: readonly
   } finally {
     dispose();
   }
-}
-
-/** True for async generators and other async iterables (a decoupled model's function). */
-export function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
-  return typeof value === 'object' && value !== null && Symbol.asyncIterator in value;
 }

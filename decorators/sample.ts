@@ -1,5 +1,5 @@
 import type { OutputValue, Request, Response, StreamItem, Tensor } from '../lib';
-import { isAsyncIterable } from './batch';
+import { isAsyncIterable } from '../lib/callable';
 import { requestsContext, type TritonContext } from './context';
 import { makeDecorator } from './decorate';
 

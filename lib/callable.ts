@@ -80,3 +80,11 @@ export type DecoupledCallable = (requests: Request[], instance?: InstanceContext
  * instance may move to another thread (see `InferenceRequest.movableBuffer`).
  */
 export const MOVABLE_BUFFER: unique symbol = Symbol('tstriton.movableBuffer');
+
+/**
+ * True for async generators and other async iterables: what a decoupled callable returns, where a plain one
+ * returns responses.
+ */
+export function isAsyncIterable<T = unknown>(value: unknown): value is AsyncIterable<T> {
+  return typeof value === 'object' && value !== null && typeof (value as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === 'function';
+}

@@ -157,3 +157,47 @@ export function toTritonError(err: unknown, fallback: ErrorCode = 'INTERNAL'): T
   const message = err instanceof Error ? err.message : String(err);
   return new TritonError(fallback, message, { cause: err });
 }
+
+/** An `INVALID_ARGUMENT` error: the request is malformed; `message` says what was wrong and what was expected. */
+export function invalidArgument(message: string): TritonError {
+  return new TritonError('INVALID_ARGUMENT', message);
+}
+
+/** Message of the `UNAVAILABLE` error a stopping server answers new requests with (clients match on it). */
+export const SERVER_STOPPING_MESSAGE = 'Server is stopping and accepts no new requests';
+
+/** The `UNAVAILABLE` error a stopping server answers new requests with. */
+export function serverStopping(): TritonError {
+  return new TritonError('UNAVAILABLE', SERVER_STOPPING_MESSAGE);
+}
+
+/** Message of the `CANCELLED` error a request fails with when it is cancelled without a reason of its own. */
+export const REQUEST_CANCELLED_MESSAGE = 'request cancelled';
+
+/** The `CANCELLED` error of a request cancelled without a reason of its own. */
+export function requestCancelled(): TritonError {
+  return new TritonError('CANCELLED', REQUEST_CANCELLED_MESSAGE);
+}
+
+/** Why a request failed, as Triton's `nv_inference_request_failure` metric and statistics name it. */
+export type FailureReason = 'REJECTED' | 'CANCELED' | 'BACKEND' | 'OTHER';
+
+/**
+ * The statistics failure reason of an error: cancelled requests are CANCELED, refused ones (stopping, queue
+ * full, timed out in the queue) REJECTED, failures of the callable or the server BACKEND, anything else OTHER.
+ */
+export function failureReason(err: unknown): FailureReason {
+  if (!(err instanceof TritonError)) return 'OTHER';
+  switch (err.code) {
+    case 'CANCELLED':
+      return 'CANCELED';
+    case 'UNAVAILABLE':
+      return 'REJECTED';
+    case 'INFERENCE_FAILED':
+    case 'UNRECOVERABLE':
+    case 'INTERNAL':
+      return 'BACKEND';
+    default:
+      return 'OTHER';
+  }
+}

@@ -3,7 +3,7 @@ import * as https from 'node:https';
 import type { ClientTlsOptions } from './client-tls';
 import type { ParameterValue } from '../callable';
 import type { ModelConfigJson } from '../config/triton-model-config';
-import { TritonError } from '../errors';
+import { invalidArgument } from '../errors';
 import type { NamedTensor } from '../model/inference';
 import type { ModelMetadata } from '../protocol/model-metadata';
 import { decodeBinary, encodeBinary } from '../tensor/binary-codec';
@@ -203,7 +203,7 @@ function decodeGenerateEvent(data: string, specs: readonly OutputSpec[], final: 
   let event: Record<string, unknown>;
   try {
     const parsed = parseJson(data, 1000);
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new TritonError('INVALID_ARGUMENT', 'an SSE event is not a JSON object');
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw invalidArgument('an SSE event is not a JSON object');
     event = parsed as Record<string, unknown>;
   } catch (err) {
     throw malformed(err);
@@ -216,7 +216,7 @@ function decodeGenerateEvent(data: string, specs: readonly OutputSpec[], final: 
       if (value === undefined) continue;
       const what = `output '${spec.name}'`;
       const dtype = spec.datatype;
-      if (!isDataType(dtype)) throw new TritonError('INVALID_ARGUMENT', `${what}: unknown datatype ${dtype}`);
+      if (!isDataType(dtype)) throw invalidArgument(`${what}: unknown datatype ${dtype}`);
       const flat = Array.isArray(value) ? (value as unknown[]).flat(Infinity) : [value];
       // Triton writes non-finite floats as null.
       const values = DTYPES[dtype].json === 'float' ? flat.map((v) => (v === null ? NaN : v)) : flat;
@@ -236,7 +236,7 @@ function fitShape(shape: readonly number[], count: number, what: string): number
   const rest = last < 0 ? 1 : fixed === 0 ? 0 : count / fixed;
   const fitted = shape.map((d, i) => (d !== -1 ? d : i === last ? rest : 1));
   if (!Number.isInteger(rest) || fitted.reduce((n, d) => n * d, 1) !== count) {
-    throw new TritonError('INVALID_ARGUMENT', `${what}: ${count} value(s) do not fit shape [${shape.join(',')}]`);
+    throw invalidArgument(`${what}: ${count} value(s) do not fit shape [${shape.join(',')}]`);
   }
   return fitted;
 }
@@ -272,12 +272,12 @@ function decodeInferAnswer(answer: HttpAnswer): ClientInferResponse {
     const outputs: NamedTensor[] = (header.outputs ?? []).map((o) => {
       const what = `output '${o.name}'`;
       const dtype = o.datatype;
-      if (!isDataType(dtype)) throw new TritonError('INVALID_ARGUMENT', `${what}: unknown datatype ${String(dtype)}`);
+      if (!isDataType(dtype)) throw invalidArgument(`${what}: unknown datatype ${String(dtype)}`);
       const shape = o.shape.map((d) => Number(d));
       const size = o.parameters?.binary_data_size;
       if (size === undefined) return { name: o.name, tensor: { dtype, shape, data: decodeJsonData(dtype, shape, o.data, what) } };
       const end = offset + Number(size);
-      if (end > body.length) throw new TritonError('INVALID_ARGUMENT', `${what}: the answer is ${end - body.length} bytes short`);
+      if (end > body.length) throw invalidArgument(`${what}: the answer is ${end - body.length} bytes short`);
       const bytes = body.subarray(offset, end);
       offset = end;
       return { name: o.name, tensor: { dtype, shape, data: decodeBinary(dtype, shape, bytes, what) } };

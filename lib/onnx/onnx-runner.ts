@@ -1,6 +1,6 @@
 import type * as ort from 'onnxruntime-node';
 import type { Request, Response } from '../callable';
-import { TritonError } from '../errors';
+import { TritonError, invalidArgument } from '../errors';
 import type { Device } from '../instances/instance';
 import { DTYPES, type DataType, type TensorData } from '../tensor/dtype';
 import { concatBatch, sliceBatch, type Tensor } from '../tensor/tensor';
@@ -100,7 +100,7 @@ export class OnnxRunner {
 
   private toOrt(t: Tensor, name: string): ort.Tensor {
     const type = DTYPES[t.dtype].onnx;
-    if (t.dtype === 'BF16') throw new TritonError('INVALID_ARGUMENT', `input '${name}': onnxruntime-node has no BF16 tensors`);
+    if (t.dtype === 'BF16') throw invalidArgument(`input '${name}': onnxruntime-node has no BF16 tensors`);
     const data = t.dtype === 'BYTES' ? (t.data as Uint8Array[]).map((e) => Buffer.from(e.buffer, e.byteOffset, e.byteLength).toString('utf8')) : t.data;
     return new this.ortModule.Tensor(type as 'float32', data as Float32Array, [...t.shape]);
   }

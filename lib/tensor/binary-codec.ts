@@ -1,4 +1,4 @@
-import { TritonError } from '../errors';
+import { invalidArgument } from '../errors';
 import { DTYPES, type DataType, type TensorData } from './dtype';
 import { elementCount, type Tensor } from './tensor';
 
@@ -21,7 +21,7 @@ export function decodeBinary<D extends DataType>(
   const Ctor = row.array as unknown as TypedArrayCtor;
   const expected = count * row.size;
   if (bytes.byteLength !== expected) {
-    throw new TritonError('INVALID_ARGUMENT', `input byte size mismatch for ${what}. Expected ${expected}, got ${bytes.byteLength}`);
+    throw invalidArgument(`input byte size mismatch for ${what}. Expected ${expected}, got ${bytes.byteLength}`);
   }
   // Unaligned data is copied once. Buffer.from copies small data into Node's pool, whose slices are 8-byte
   // aligned (cheaper than a new ArrayBuffer per request), and larger data into memory of its own.
@@ -38,18 +38,18 @@ export function decodeBytesElements(bytes: Uint8Array, count: number, what: stri
   let pos = 0;
   while (pos < bytes.byteLength) {
     if (pos + 4 > bytes.byteLength) {
-      throw new TritonError('INVALID_ARGUMENT', `${what}: BYTES element ${out.length} has a truncated 4-byte length prefix`);
+      throw invalidArgument(`${what}: BYTES element ${out.length} has a truncated 4-byte length prefix`);
     }
     const len = view.getUint32(pos, true);
     pos += 4;
     if (pos + len > bytes.byteLength) {
-      throw new TritonError('INVALID_ARGUMENT', `${what}: BYTES element ${out.length} declares ${len} bytes but only ${bytes.byteLength - pos} remain`);
+      throw invalidArgument(`${what}: BYTES element ${out.length} declares ${len} bytes but only ${bytes.byteLength - pos} remain`);
     }
     out.push(bytes.subarray(pos, pos + len));
     pos += len;
   }
   if (out.length !== count) {
-    throw new TritonError('INVALID_ARGUMENT', `${what}: expected ${count} BYTES elements for its shape, got ${out.length}`);
+    throw invalidArgument(`${what}: expected ${count} BYTES elements for its shape, got ${out.length}`);
   }
   return out;
 }

@@ -1,4 +1,4 @@
-import { TritonError } from '../errors';
+import { invalidArgument } from '../errors';
 import type { Tensor } from './tensor';
 
 /** How one output is answered as classifications. */
@@ -18,7 +18,7 @@ export interface Classification {
  * Float values print with six decimals, as Triton prints them; integers as they are.
  */
 export function classify(t: Tensor, output: string, c: Classification): Tensor<'BYTES'> {
-  if (t.dtype === 'BYTES') throw new TritonError('INVALID_ARGUMENT', `output '${output}': classification needs a numeric output, not BYTES`);
+  if (t.dtype === 'BYTES') throw invalidArgument(`output '${output}': classification needs a numeric output, not BYTES`);
   const values = numbersOf(t);
   const rows = c.batched ? (t.shape[0] ?? 0) : 1;
   const perRow = rows > 0 ? values.length / rows : 0;

@@ -1,4 +1,4 @@
-import { TritonError } from '../errors';
+import { TritonError, invalidArgument } from '../errors';
 import { DTYPES, type DataType, type TensorData } from './dtype';
 import { elementCount, type Tensor } from './tensor';
 import { describeValue } from './wire-value';
@@ -27,7 +27,7 @@ export function decodeJsonData<D extends DataType>(
 ): TensorData<D> {
   const row = DTYPES[dtype];
   if (row.json === 'binary-only') {
-    throw new TritonError('INVALID_ARGUMENT', `${what}: sending ${dtype} data via JSON is not supported, use the binary data extension`);
+    throw invalidArgument(`${what}: sending ${dtype} data via JSON is not supported, use the binary data extension`);
   }
   const count = elementCount(shape);
   if (row.json === 'float') {
@@ -37,8 +37,7 @@ export function decodeJsonData<D extends DataType>(
   const flat: unknown[] = [];
   flatten(data, flat, what);
   if (flat.length !== count) {
-    throw new TritonError(
-      'INVALID_ARGUMENT',
+    throw invalidArgument(
       `${what}: unable to parse 'data': shape [${shape.join(',')}] needs ${count} elements but 'data' holds ${flat.length}`,
     );
   }
@@ -108,7 +107,7 @@ function decodeIntegers(dtype: DataType, flat: unknown[], what: string): TensorD
 
 function flatten(v: unknown, out: unknown[], what: string): void {
   if (!Array.isArray(v)) {
-    throw new TritonError('INVALID_ARGUMENT', `${what}: 'data' must be an array, got ${describeValue(v)}`);
+    throw invalidArgument(`${what}: 'data' must be an array, got ${describeValue(v)}`);
   }
   for (const e of v) {
     if (Array.isArray(e)) flatten(e, out, what);
@@ -117,7 +116,7 @@ function flatten(v: unknown, out: unknown[], what: string): void {
 }
 
 function badElement(what: string, index: number, expected: string, got: unknown): TritonError {
-  return new TritonError('INVALID_ARGUMENT', `${what}: 'data' element ${index} must be ${expected}, got ${describeValue(got)}`);
+  return invalidArgument(`${what}: 'data' element ${index} must be ${expected}, got ${describeValue(got)}`);
 }
 
 /** The JSON text of a tensor's elements as a flat array; INT64/UINT64 exact; BYTES as UTF-8 strings. */
@@ -125,7 +124,7 @@ export function encodeJsonData(t: Tensor): string {
   const row = DTYPES[t.dtype];
   switch (row.json) {
     case 'binary-only':
-      throw new TritonError('INVALID_ARGUMENT', `output of datatype ${t.dtype} cannot be sent as JSON, request it with binary_data`);
+      throw invalidArgument(`output of datatype ${t.dtype} cannot be sent as JSON, request it with binary_data`);
     case 'string':
       return JSON.stringify((t.data as Uint8Array[]).map((e) => Buffer.from(e.buffer, e.byteOffset, e.byteLength).toString('utf8')));
     case 'bool': {

@@ -1,4 +1,4 @@
-import { TritonError } from '../errors';
+import { TritonError, invalidArgument } from '../errors';
 import { setEntry } from './wire-value';
 
 /**
@@ -15,7 +15,7 @@ export function parseJson(text: string, maxDepth: number): unknown {
     try {
       value = JSON.parse(text);
     } catch (err) {
-      throw new TritonError('INVALID_ARGUMENT', `failed to parse the request JSON buffer: ${(err as Error).message}`);
+      throw invalidArgument(`failed to parse the request JSON buffer: ${(err as Error).message}`);
     }
     // Every level opens a bracket and closes it: a text this short cannot nest deeper than the limit.
     if (text.length > 2 * maxDepth) withinStack(() => checkDepth(value, maxDepth));
@@ -32,7 +32,7 @@ function withinStack<T>(walk: () => T): T {
   try {
     return walk();
   } catch (err) {
-    if (err instanceof RangeError) throw new TritonError('INVALID_ARGUMENT', 'failed to parse the request JSON buffer: nesting too deep to parse');
+    if (err instanceof RangeError) throw invalidArgument('failed to parse the request JSON buffer: nesting too deep to parse');
     throw err;
   }
 }
@@ -50,7 +50,7 @@ function checkDepth(value: unknown, maxDepth: number, depth = 1): void {
 }
 
 function tooDeep(maxDepth: number): TritonError {
-  return new TritonError('INVALID_ARGUMENT', `failed to parse the request JSON buffer: nesting deeper than ${maxDepth} levels`);
+  return invalidArgument(`failed to parse the request JSON buffer: nesting deeper than ${maxDepth} levels`);
 }
 
 const NUMBER = /-?(?:0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/y;
@@ -74,7 +74,7 @@ class Parser {
   }
 
   private fail(what: string): never {
-    throw new TritonError('INVALID_ARGUMENT', `failed to parse the request JSON buffer: ${what} at offset ${this.pos}`);
+    throw invalidArgument(`failed to parse the request JSON buffer: ${what} at offset ${this.pos}`);
   }
 
   private ws(): void {

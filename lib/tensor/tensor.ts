@@ -1,4 +1,4 @@
-import { TritonError } from '../errors';
+import { TritonError, invalidArgument } from '../errors';
 import { DTYPES, type DataType, type TensorData } from './dtype';
 
 /** A tensor: datatype, shape (row-major) and elements. */
@@ -31,10 +31,9 @@ export function tensor<D extends DataType>(
 ): Tensor<D> {
   const values = dtype === 'BYTES' ? (toBytesElements(data as readonly (string | Uint8Array)[]) as TensorData<D>) : (data as TensorData<D>);
   const problem = checkData(dtype, values);
-  if (problem) throw new TritonError('INVALID_ARGUMENT', problem);
+  if (problem) throw invalidArgument(problem);
   if (elementCount(shape) !== values.length) {
-    throw new TritonError(
-      'INVALID_ARGUMENT',
+    throw invalidArgument(
       `tensor of shape [${shape.join(',')}] needs ${elementCount(shape)} elements, got ${values.length}`,
     );
   }

@@ -1,6 +1,20 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ERROR_CODES, GrpcStatus, TritonError, UnrecoverableError, toTritonError } from '../../../lib/errors';
+import {
+  ERROR_CODES,
+  GrpcStatus,
+  REQUEST_CANCELLED_MESSAGE,
+  SERVER_STOPPING_MESSAGE,
+  TritonError,
+  UnrecoverableError,
+  failureReason,
+  invalidArgument,
+  requestCancelled,
+  serverStopping,
+  toTritonError,
+  type ErrorCode,
+  type FailureReason,
+} from '../../../lib/errors';
 import { VERSION } from '../../../lib/version';
 
 const grpcName = (code: number) => Object.entries(GrpcStatus).find(([, v]) => v === code)?.[0];
@@ -31,6 +45,38 @@ describe('error table', () => {
     expect(toTritonError(new UnrecoverableError('gpu lost')).code).toBe('UNRECOVERABLE');
     const same = new TritonError('NOT_FOUND', 'n');
     expect(toTritonError(same)).toBe(same);
+  });
+});
+
+describe('shared errors', () => {
+  it('builds INVALID_ARGUMENT errors with the message given', () => {
+    const e = invalidArgument('input "x": expected FP32, got INT32');
+    expect([e.code, e.message]).toEqual(['INVALID_ARGUMENT', 'input "x": expected FP32, got INT32']);
+  });
+
+  it('keeps the messages clients match on', () => {
+    expect([serverStopping().code, serverStopping().message]).toEqual(['UNAVAILABLE', 'Server is stopping and accepts no new requests']);
+    expect(SERVER_STOPPING_MESSAGE).toBe('Server is stopping and accepts no new requests');
+    expect([requestCancelled().code, requestCancelled().message]).toEqual(['CANCELLED', 'request cancelled']);
+    expect(REQUEST_CANCELLED_MESSAGE).toBe('request cancelled');
+  });
+
+  it.each<[ErrorCode, FailureReason]>([
+    ['CANCELLED', 'CANCELED'],
+    ['UNAVAILABLE', 'REJECTED'],
+    ['INFERENCE_FAILED', 'BACKEND'],
+    ['UNRECOVERABLE', 'BACKEND'],
+    ['INTERNAL', 'BACKEND'],
+    ['INVALID_ARGUMENT', 'OTHER'],
+    ['DEADLINE_EXCEEDED', 'OTHER'],
+    ['MODEL_NOT_READY', 'OTHER'],
+  ])('counts a %s failure as %s', (code, reason) => {
+    expect(failureReason(new TritonError(code, 'x'))).toBe(reason);
+  });
+
+  it('counts anything but a TritonError as OTHER', () => {
+    expect(failureReason(new Error('x'))).toBe('OTHER');
+    expect(failureReason('x')).toBe('OTHER');
   });
 });
 
