@@ -208,6 +208,11 @@ export class ModelClient {
     this.transport.close();
   }
 
+  /** Closes the client at the end of an `await using` scope, as `close()`. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.close();
+  }
+
   private async infer(inputs: ReturnType<typeof toNamedTensors>, options: InferOptions): Promise<Record<string, Tensor>> {
     this.checkOpen();
     const response = await this.transport.infer(

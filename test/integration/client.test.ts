@@ -254,6 +254,15 @@ describe.each(['http', 'grpc'] as const)('ModelClient over %s', (protocol) => {
     expect(err.code).toBe('UNAVAILABLE');
     expect(err.message).toMatch(/closed/);
   });
+
+  it('closes at the end of an await using scope ([Symbol.asyncDispose])', async () => {
+    const c = client(protocol, 'add_sub');
+    await c.inferSample({ a: Float32Array.of(1), b: Float32Array.of(1) });
+    await c[Symbol.asyncDispose]();
+    const err = await failure(c.inferSample({ a: Float32Array.of(1), b: Float32Array.of(1) }));
+    expect(err.code).toBe('UNAVAILABLE');
+    expect(err.message).toMatch(/closed/);
+  });
 });
 
 describe('ModelClient without a server', () => {
