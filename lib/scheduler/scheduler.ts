@@ -1,10 +1,11 @@
 import { TritonError, toTritonError } from '../errors';
-import type { Request, Response, StreamItem } from '../callable';
+import type { Request, Response } from '../callable';
 import { NEVER_ABORTED } from '../callable-marks';
 import { inService, type Instance } from '../instances/instance';
 import { BatchNotStarted } from '../instances/instance-errors';
 import { PriorityQueue, type QueuePolicyOptions, type Pending } from './priority-queue';
 import { ResponseStream } from './response-stream';
+import { runStreamBatch } from './stream-execution';
 import type { Cancellation } from '../cancellation';
 
 /** Scheduler settings, derived from the model config. */
@@ -392,57 +393,13 @@ export class Scheduler<T = Response> {
     this.notifyDrained();
   }
 
-  /**
-   * Runs a decoupled batch: routes each streamed item to its request's stream, waiting while a stream's
-   * buffer is full (back-pressure on the producer), and closes the producer once every request's stream
-   * has ended or every reader has gone.
-   */
+  /** Runs a decoupled batch (see stream-execution.ts), then records it and settles its requests. */
   private async runStream(instance: Instance, batch: Pending[]): Promise<void> {
     this.executing += batch.length;
     const start = now();
     let rows = 0;
     for (const p of batch) rows += p.rows;
-    const open = new Set(batch.map((_, i) => i));
-    let failed = false;
-    try {
-      if (!instance.stream) throw new TritonError('INFERENCE_FAILED', `instance ${instance.name} cannot stream responses (decoupled models need in-process or worker instances)`);
-      const iterator = instance.stream(batch.map((p) => p.request))[Symbol.asyncIterator]();
-      try {
-        while (open.size > 0) {
-          const next = await iterator.next();
-          if (next.done) break;
-          const item: StreamItem = next.value;
-          const p = batch[item.index];
-          if (!p || !open.has(item.index)) {
-            throw new TritonError('INFERENCE_FAILED', `instance ${instance.name}: response for request ${item.index}, which is ${p ? 'already final' : 'not in the batch'}`);
-          }
-          const stream = p.stream as ResponseStream<T>;
-          if (item.response !== undefined) {
-            let value: T;
-            try {
-              value = this.finalize(p.request, item.response);
-            } catch (err) {
-              stream.fail(err);
-              open.delete(item.index);
-              continue;
-            }
-            await stream.push(value, item.final === true);
-          } else if (item.final) {
-            stream.end();
-          }
-          if (item.final || stream.closed) open.delete(item.index);
-        }
-      } finally {
-        // Closes the callable's generator when every stream has ended or been abandoned.
-        await iterator.return?.();
-      }
-      for (const i of open) (batch[i]?.stream as ResponseStream<T>).end();
-    } catch (err) {
-      failed = true;
-      this.hooks.onExecutionError?.(err, instance);
-      const error = toTritonError(err, 'INFERENCE_FAILED');
-      for (const p of batch) (p.stream as ResponseStream<T>).fail(error);
-    }
+    const failed = await runStreamBatch(instance, batch, this.finalize, (err) => this.hooks.onExecutionError?.(err, instance));
     const end = now();
     this.hooks.onExecution?.({ rows, requests: batch.length, computeInputNs: 0, computeInferNs: ms2ns(end - start), computeOutputNs: 0, instance, failed });
     for (const p of batch) {
