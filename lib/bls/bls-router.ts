@@ -2,7 +2,7 @@ import { Cancellation } from '../cancellation';
 import type { InferCall } from '../callable';
 import { TritonError, toTritonError } from '../errors';
 import type { InferenceRequest, InferenceResponse } from '../model/inference';
-import type { BlsHandler, Model } from '../model/model';
+import { refuseDecoupled, type BlsHandler, type Model } from '../model/model';
 import type { ModelRepository } from '../model/model-repository';
 import type { Tensor } from '../tensor/tensor';
 import { RemoteModels } from './remote-models';
@@ -34,6 +34,7 @@ export class BlsRouter {
 
   private async local(call: InferCall, chain: readonly string[], caller: Cancellation, callerName: string): Promise<Record<string, Tensor>> {
     const model = this.repository.get(call.modelName, call.modelVersion);
+    refuseDecoupled(model, `model '${callerName}' calling '${model.name}': request.infer()`);
     // The simple deadlock: every execution slot of the callee is held by a caller up this very chain.
     const held = chain.filter((name) => name === model.name).length;
     const capacity = model.instances.reduce((n, i) => n + (i.maxConcurrency ?? 1), 0);

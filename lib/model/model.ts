@@ -194,11 +194,11 @@ export class Model {
     return { created: this.created, released: this.released };
   }
 
-  /** Validates, queues and runs one request; resolves with its validated outputs. */
+  /**
+   * Validates, queues and runs one request; resolves with its validated outputs. The caller has refused a
+   * decoupled model (`refuseDecoupled`), once, where it looked the model up.
+   */
   infer(req: InferenceRequest): Promise<InferenceResponse> {
-    if (this.config.decoupled) {
-      return Promise.reject(new TritonError('UNSUPPORTED', `model '${this.name}' is decoupled and can only be called through a streaming endpoint`));
-    }
     let job: RequestJob;
     try {
       job = this.prepare(req);
@@ -363,4 +363,12 @@ function failureReason(err: unknown): FailureReason {
 
 function nsSince(start: number): number {
   return Math.round((performance.now() - start) * 1e6);
+}
+
+/**
+ * Refuses a decoupled model on a unary endpoint, named as Triton names it in this error (`HTTP end point`,
+ * `ModelInfer RPC`): such a model answers through a stream.
+ */
+export function refuseDecoupled(model: Model, endpoint: string): void {
+  if (model.config.decoupled) throw new TritonError('UNSUPPORTED', `${endpoint} doesn't support models with decoupled transaction policy`);
 }

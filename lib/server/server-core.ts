@@ -1,5 +1,6 @@
 import type { TritonConfig } from '../config/triton-config';
 import type { InferenceRequest, InferenceResponse } from '../model/inference';
+import type { Model } from '../model/model';
 import type { ModelRepository } from '../model/model-repository';
 import type { SharedMemoryManager } from './shared-memory';
 import type { LogSettings } from '../log-settings';
@@ -41,10 +42,13 @@ export interface ServerCore {
   traceSettings(model?: string, update?: Readonly<Record<string, unknown>>): TraceSettings;
   /** The logging settings; with `update` (any subset), changes them first. */
   logSettings(update?: Readonly<Record<string, unknown>>): LogSettings;
-  /** Runs one request through its model; tracks it as in flight for an orderly stop. */
-  infer(request: InferenceRequest): Promise<InferenceResponse>;
+  /**
+   * Runs one request through its model; tracks it as in flight for an orderly stop. `model` is the model the
+   * caller looked up for the request already (it is then not looked up again).
+   */
+  infer(request: InferenceRequest, model?: Model): Promise<InferenceResponse>;
   /** Runs one request of a decoupled model; responses arrive as produced, the last one marked final. */
-  inferStream(request: InferenceRequest): AsyncIterable<InferenceResponse & { final: boolean }>;
+  inferStream(request: InferenceRequest, model?: Model): AsyncIterable<InferenceResponse & { final: boolean }>;
 }
 
 /** A transport the server starts and stops (HTTP, gRPC, metrics). */

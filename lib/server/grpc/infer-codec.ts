@@ -10,8 +10,7 @@ import type { InferParameterMap, ModelInferRequestMessage, ModelInferResponseMes
 import { decodeTensorContents } from '../../protocol/tensor-contents';
 import { decodeModelInferRequest } from './infer-request-decoder';
 import { shmTargetOf, type SharedMemoryManager, type ShmTarget } from '../shared-memory';
-import { classify, type Classification } from '../../tensor/classification';
-import { classificationOf } from '../extensions';
+import { outputHandling, outputTensor, sharedMemoryInput, type OutputHandling } from '../infer-request';
 
 /** `triton_*` request parameters gRPC clients may send (perf_analyzer sends this one on every request). */
 export const GRPC_ALLOWED_TRITON_KEYS: ReadonlySet<string> = new Set(['triton_enable_empty_final_response']);
@@ -59,10 +58,7 @@ export function decodeGrpcInfer(
       shape[i] = d;
     }
     const shm = isEmpty(input.parameters) ? undefined : shmTargetIn(input.parameters, what);
-    if (shm) {
-      if (!sharedMemory) throw new TritonError('NOT_FOUND', `Unable to find system shared memory region: '${shm.region}'`);
-      return { name, tensor: { dtype, shape, data: decodeBinary(dtype, shape, sharedMemory.read(shm, what), what) } };
-    }
+    if (shm) return { name, tensor: { dtype, shape, data: sharedMemoryInput(dtype, shape, shm, sharedMemory, what) } };
     if (input.contents) {
       if (raw.length > 0) {
         throw invalid(`contents field must not be specified when using raw_input_contents for '${name}' for model '${model.name}'`);
@@ -120,30 +116,26 @@ function shmTargetIn(params: InferParameterMap | undefined, what: string): ShmTa
   return shmTargetOf(region.string_param, int(params.shared_memory_byte_size), int(params.shared_memory_offset) ?? 0, what);
 }
 
-/** How an output goes back when the request asked for more than its raw contents. */
-export interface OutputHandling {
-  /** Written to this shared-memory window, answered with empty contents. */
-  readonly shm?: ShmTarget;
-  /** Answered as its top classes (the classification extension). */
-  readonly classes?: Classification;
-}
-
 /**
- * The outputs a request asks to be written to shared memory or answered as classifications, by name;
- * undefined when none is. Checked when the request is decoded, so a bad region fails the request before
- * it runs.
+ * How the outputs a request named go back, by name, when any asked for more than its raw contents (shared
+ * memory, classification); undefined when none did. Checked when the request is decoded, so a bad region
+ * fails the request before it runs.
  */
 export function grpcOutputHandling(msg: ModelInferRequestMessage, model: Model, sharedMemory: SharedMemoryManager): Map<string, OutputHandling> | undefined {
   let handling: Map<string, OutputHandling> | undefined;
   for (const o of msg.outputs ?? []) {
-    if (isEmpty(o.parameters)) continue;
-    const what = `output '${o.name}' for model '${model.name}'`;
-    const shm = shmTargetIn(o.parameters, what);
-    const raw = o.parameters?.classification;
-    const classes = raw ? classificationOf(Number(raw.int64_param ?? raw.uint64_param ?? 0), model, o.name) : undefined;
-    if (shm && classes) throw invalid(`${what}: 'classification' cannot be combined with 'shared_memory_region'`);
-    if (shm) sharedMemory.status(shm.region); // throws for an unknown region
-    if (shm || classes) (handling ??= new Map()).set(o.name, shm ? { shm } : { classes });
+    const params = o.parameters;
+    if (!params || isEmpty(params)) continue;
+    const int = (p: (typeof params)[string] | undefined) => p?.int64_param ?? p?.uint64_param;
+    const raw = params.classification;
+    const p = {
+      region: params.shared_memory_region?.string_param,
+      byteSize: int(params.shared_memory_byte_size),
+      offset: int(params.shared_memory_offset),
+      classification: raw ? Number(int(raw) ?? 0) : undefined,
+    };
+    const how = outputHandling(model, o.name, p, sharedMemory, `output '${o.name}' for model '${model.name}'`);
+    if (how.shm || how.classes) (handling ??= new Map()).set(o.name, how);
   }
   return handling;
 }
@@ -169,16 +161,11 @@ export function encodeGrpcInfer(
   if (parameters) msg.parameters = parameters;
   for (let i = 0; i < outputs.length; i++) {
     const { name, tensor: produced } = outputs[i] as NamedTensor;
-    const how = handling?.get(name);
-    const tensor = how?.classes ? classify(produced, name, how.classes) : produced;
-    msg.outputs[i] = { name, datatype: tensor.dtype, shape: tensor.shape as number[] };
-    const shm = how?.shm;
-    if (shm && sharedMemory) {
-      sharedMemory.write(shm, encodeBinary(tensor), name);
-      msg.raw_output_contents[i] = EMPTY;
-    } else {
-      msg.raw_output_contents[i] = encodeBinary(tensor);
-    }
+    const tensor = outputTensor(produced, handling?.get(name), sharedMemory, encodeBinary);
+    const sent = tensor ?? produced;
+    msg.outputs[i] = { name, datatype: sent.dtype, shape: sent.shape as number[] };
+    // An output written to shared memory is answered with empty contents.
+    msg.raw_output_contents[i] = tensor ? encodeBinary(tensor) : EMPTY;
   }
   return msg;
 }

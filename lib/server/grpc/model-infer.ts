@@ -6,7 +6,8 @@ import type { InferenceResponse } from '../../model/inference';
 import type { TrackedCall } from './call-tracker';
 import { stoppingError, type GrpcContext } from './grpc-context';
 import { toGrpcStatus } from './grpc-status';
-import { decodeGrpcInfer, encodeGrpcInfer, grpcOutputHandling, parseModelInferRequest, type OutputHandling } from './infer-codec';
+import { decodeGrpcInfer, encodeGrpcInfer, grpcOutputHandling, parseModelInferRequest } from './infer-codec';
+import { inferModel, type OutputHandling } from '../infer-request';
 
 import type { ModelInferResponseMessage } from '../../protocol/messages';
 
@@ -47,14 +48,11 @@ export function modelInfer(ctx: GrpcContext): handleUnaryCall<Buffer, ModelInfer
     let outputHandling: Map<string, OutputHandling> | undefined;
     try {
       const msg = parseModelInferRequest(call.request);
-      const model = ctx.core.repository.get(msg.model_name, msg.model_version);
-      if (model.config.decoupled) {
-        throw new TritonError('UNSUPPORTED', "ModelInfer RPC doesn't support models with decoupled transaction policy");
-      }
+      const model = inferModel(ctx.core, msg.model_name, msg.model_version, 'ModelInfer RPC');
       const request = decodeGrpcInfer(msg, model, abort, callDeadline(call), ctx.core.sharedMemory);
       outputHandling = grpcOutputHandling(msg, model, ctx.core.sharedMemory);
       forwardHeaders(request.parameters as Record<string, unknown>, Object.entries(call.metadata.getMap()), ctx.forwardHeader);
-      pending = ctx.core.infer(request);
+      pending = ctx.core.infer(request, model);
     } catch (err) {
       return settle(err);
     }

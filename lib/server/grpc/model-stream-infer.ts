@@ -7,6 +7,7 @@ import type { TrackedCall } from './call-tracker';
 import { stoppingError, type GrpcContext } from './grpc-context';
 import { toGrpcStatus } from './grpc-status';
 import { decodeGrpcInfer, encodeGrpcInfer, grpcOutputHandling, parseModelInferRequest } from './infer-codec';
+import { inferModel } from '../infer-request';
 import type { InferParameterMap, ModelInferRequestMessage, ModelInferResponseMessage, ModelStreamInferResponseMessage } from '../../protocol/messages';
 
 /** Every response of a non-decoupled model is its request's last: perf_analyzer and tritonclient read this flag. */
@@ -117,18 +118,18 @@ async function answer(
   metadata: Record<string, string | Buffer>,
 ): Promise<void> {
   try {
-    const model = ctx.core.repository.get(msg.model_name, msg.model_version);
+    const model = inferModel(ctx.core, msg.model_name, msg.model_version);
     const shm = ctx.core.sharedMemory;
     const request = decodeGrpcInfer(msg, model, cancellation, undefined, shm);
     const outputHandling = grpcOutputHandling(msg, model, shm);
     forwardHeaders(request.parameters as Record<string, unknown>, Object.entries(metadata), ctx.forwardHeader);
     if (!model.config.decoupled) {
-      const response = await ctx.core.infer(request);
+      const response = await ctx.core.infer(request, model);
       write({ error_message: '', infer_response: encodeGrpcInfer(response, FINAL, outputHandling, shm) });
       return;
     }
     const emptyFinal = msg.parameters?.triton_enable_empty_final_response?.bool_param === true;
-    for await (const event of ctx.core.inferStream(request)) {
+    for await (const event of ctx.core.inferStream(request, model)) {
       let full: Promise<void> | undefined;
       if (event.outputs.length > 0) full = write({ error_message: '', infer_response: encodeGrpcInfer(event as InferenceResponse, event.final ? FINAL : NOT_FINAL, outputHandling, shm) });
       else if (event.final && emptyFinal) full = write({ error_message: '', infer_response: emptyResponse(msg, FINAL, model.version) });

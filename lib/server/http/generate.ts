@@ -26,9 +26,9 @@ export async function handleGenerate(core: ServerCore, model: Model, req: http.I
   const request = decodeGenerate(body.toString('utf8'), model, core.config.jsonMaxDepth, cancellation);
   forwardHeaders(request.parameters as Record<string, unknown>, Object.entries(req.headers), headerMatcher(core.config.httpHeaderForwardPattern, 'httpHeaderForwardPattern'));
   const responses: AsyncIterable<InferenceResponse & { final?: boolean }> = model.config.decoupled
-    ? core.inferStream(request)
+    ? core.inferStream(request, model)
     : (async function* () {
-        yield await core.infer(request);
+        yield await core.infer(request, model);
       })();
   if (!stream) {
     const all: InferenceResponse[] = [];

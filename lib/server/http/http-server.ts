@@ -13,6 +13,7 @@ import { handleRepository, REPOSITORY_ROUTE } from './repository-routes';
 import { forwardHeaders, headerMatcher } from '../forward-headers';
 import { handleGenerate } from './generate';
 import { decodeHttpInfer, encodeHttpInfer } from './infer-codec';
+import { inferModel } from '../infer-request';
 import { RestrictedApis, httpApiGroup, httpRestrictedError } from '../restricted-api';
 import { serverTlsMaterial } from '../tls';
 import { decodeSegment, originForm } from './request-target';
@@ -146,10 +147,7 @@ export class HttpServer {
     const exchanges = exchangesOf(req.socket);
     exchanges.add(cancellation);
     try {
-      const model = this.core.repository.get(modelName, version);
-      if (model.config.decoupled) {
-        throw new TritonError('UNSUPPORTED', "HTTP end point doesn't support models with decoupled transaction policy");
-      }
+      const model = inferModel(this.core, modelName, version, 'HTTP end point');
       const limit = this.core.config.httpMaxInputSize;
       const body = await readBody(req, limit);
       const ihcl = req.headers['inference-header-content-length'];
@@ -159,7 +157,7 @@ export class HttpServer {
       }
       const decoded = decodeHttpInfer(body, headerLength, model, this.core.config.jsonMaxDepth, cancellation, ownMemory(body), this.core.sharedMemory);
       if (this.forward) forwardHeaders(decoded.request.parameters as Record<string, unknown>, Object.entries(req.headers), this.forward);
-      const response = await this.core.infer(decoded.request);
+      const response = await this.core.infer(decoded.request, model);
       const { json, blobs } = encodeHttpInfer(response, decoded);
       const encoding = negotiateEncoding(req.headers['accept-encoding'] as string | undefined);
       if (encoding) await writeCompressed(res, encoding, json, blobs);

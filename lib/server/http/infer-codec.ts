@@ -9,26 +9,14 @@ import { decodeJsonData, encodeJsonData } from '../../tensor/json-codec';
 import { parseJson } from '../../tensor/lossless-json';
 import { describeValue } from '../../tensor/wire-value';
 import { parseParameters } from '../parameters';
-import { classify, type Classification } from '../../tensor/classification';
-import { classificationOf } from '../extensions';
-import { shmTargetOf, type SharedMemoryManager, type ShmTarget } from '../shared-memory';
-
-/**
- * A requested output and how it goes back: in binary, as JSON, or into a shared-memory region; as it is or
- * as classifications.
- */
-export interface OutputFormat {
-  readonly name: string;
-  readonly binary: boolean;
-  readonly shm?: ShmTarget;
-  readonly classes?: Classification;
-}
+import { shmTargetOf, type SharedMemoryManager } from '../shared-memory';
+import { outputHandling, outputTensor, sharedMemoryInput, type OutputHandling } from '../infer-request';
 
 /** A decoded HTTP infer request plus what the encoder needs to answer it. */
 export interface DecodedHttpInfer {
   request: InferenceRequest;
   /** The outputs the request named with their `binary_data` flag, in order (none when it named no outputs). */
-  binaryByOutput: readonly OutputFormat[] | undefined;
+  binaryByOutput: readonly OutputHandling[] | undefined;
   /** Binary for outputs the request did not list (`binary_data_output`). */
   binaryDefault: boolean;
   /** Where shared-memory outputs are written. */
@@ -89,10 +77,7 @@ export function decodeHttpInfer(
       );
     }
     const shm = shmTargetOf(params.shared_memory_region, params.shared_memory_byte_size, params.shared_memory_offset, what);
-    if (shm) {
-      if (!sharedMemory) throw new TritonError('NOT_FOUND', `Unable to find system shared memory region: '${shm.region}'`);
-      return { name, tensor: { dtype, shape, data: decodeBinary(dtype, shape, sharedMemory.read(shm, what), what) } };
-    }
+    if (shm) return { name, tensor: { dtype, shape, data: sharedMemoryInput(dtype, shape, shm, sharedMemory, what) } };
     if (binarySize !== undefined) {
       const size = typeof binarySize === 'bigint' ? Number(binarySize) : binarySize;
       if (typeof size !== 'number' || !Number.isInteger(size) || size < 0) {
@@ -112,7 +97,7 @@ export function decodeHttpInfer(
   });
   if (offset !== body.length) throw invalid(`unexpected additional input data for model '${model.name}'`);
 
-  let binaryByOutput: OutputFormat[] | undefined;
+  let binaryByOutput: OutputHandling[] | undefined;
   let requestedOutputs: string[] | undefined;
   if (header.outputs !== undefined) {
     if (!Array.isArray(header.outputs)) throw invalid(`'outputs' must be an array, got ${describeValue(header.outputs)}`);
@@ -121,16 +106,8 @@ export function decodeHttpInfer(
       if (typeof raw.name !== 'string') throw invalid(`output ${i} must have a string 'name', got ${describeValue(raw.name)}`);
       const params = raw.parameters ?? {};
       if (!isObject(params)) throw invalid(`output '${raw.name}': 'parameters' must be an object, got ${describeValue(params)}`);
-      const what = `output '${raw.name}'`;
-      const shm = shmTargetOf(params.shared_memory_region, params.shared_memory_byte_size, params.shared_memory_offset, what);
-      const classes = classificationOf(params.classification, model, raw.name);
-      if (classes && shm) throw invalid(`${what}: 'classification' cannot be combined with 'shared_memory_region'`);
-      const binary = params.binary_data ?? false;
-      if (typeof binary !== 'boolean') throw invalid(`${what}: 'binary_data' must be a boolean, got ${describeValue(binary)}`);
-      if (shm && binary) throw invalid(`${what}: 'binary_data' cannot be combined with 'shared_memory_region'`);
-      if (shm && !sharedMemory) throw new TritonError('NOT_FOUND', `Unable to find system shared memory region: '${shm.region}'`);
-      const format: OutputFormat = { name: raw.name, binary };
-      (binaryByOutput ??= []).push(shm ? { ...format, shm } : classes ? { ...format, classes } : format);
+      const p = { region: params.shared_memory_region, byteSize: params.shared_memory_byte_size, offset: params.shared_memory_offset, classification: params.classification, binary: params.binary_data };
+      (binaryByOutput ??= []).push(outputHandling(model, raw.name, p, sharedMemory, `output '${raw.name}'`));
       return raw.name;
     });
   }
@@ -200,12 +177,9 @@ export function encodeHttpInfer(response: InferenceResponse, decoded: DecodedHtt
   const blobs: Uint8Array[] = [];
   const outputs = response.outputs.map(({ name, tensor: produced }) => {
     const format = formatFor(decoded, name);
-    const tensor = format?.classes ? classify(produced, name, format.classes) : produced;
+    const tensor = outputTensor(produced, format, decoded.sharedMemory, encodeBinary);
+    if (!tensor) return `{"name":${JSON.stringify(name)},"datatype":"${produced.dtype}","shape":[${produced.shape.join(',')}]}`;
     const head = `{"name":${JSON.stringify(name)},"datatype":"${tensor.dtype}","shape":[${tensor.shape.join(',')}]`;
-    if (format?.shm) {
-      (decoded.sharedMemory as SharedMemoryManager).write(format.shm, encodeBinary(tensor), name);
-      return `${head}}`;
-    }
     if (!(format?.binary ?? decoded.binaryDefault)) return `${head},"data":${encodeJsonData(tensor)}}`;
     const blob = encodeBinary(tensor);
     if (blob.byteLength > 0) blobs.push(blob);
@@ -222,8 +196,8 @@ const NO_PARAMETERS: Readonly<Record<string, unknown>> = Object.freeze({});
 const MAX_STRING_LENGTH = bufferConstants.MAX_STRING_LENGTH;
 
 /** How output `name` goes back as the request named it; undefined when it did not (the request's default). */
-function formatFor(decoded: DecodedHttpInfer, name: string): OutputFormat | undefined {
-  let format: OutputFormat | undefined;
+function formatFor(decoded: DecodedHttpInfer, name: string): OutputHandling | undefined {
+  let format: OutputHandling | undefined;
   // The last mention wins, should a request name an output twice.
   if (decoded.binaryByOutput) for (const o of decoded.binaryByOutput) if (o.name === name) format = o;
   return format;
