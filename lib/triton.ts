@@ -24,6 +24,12 @@ export type { Transport } from './server/server-core';
 
 type State = 'created' | 'starting' | 'running' | 'stopping' | 'stopped';
 
+/** Options of `run()` and `serve()`. */
+export interface RunOptions {
+  /** Stops the server (as `stop()` does) when it aborts; an aborted signal refuses to start. */
+  signal?: AbortSignal;
+}
+
 /** Extensions the server implements; `GET /v2` lists exactly these. */
 const EXTENSIONS = [
   'binary_tensor_data',
@@ -196,8 +202,12 @@ export class Triton implements ServerCore, AsyncDisposable {
   }
 
   /** Starts every transport in the background; resolves once they listen. */
-  async run(): Promise<void> {
+  async run(options: RunOptions = {}): Promise<void> {
     if (this.state !== 'created') throw new TritonError('INVALID_CONFIG', `run() called twice (server is ${this.state})`);
+    const { signal } = options;
+    if (signal?.aborted) throw new TritonError('CANCELLED', 'run() was cancelled before the server started');
+    // The signal stops the server, now or once it has started.
+    signal?.addEventListener('abort', () => void this.stop(), { once: true });
     this.state = 'starting';
     try {
       for (const t of this.transports) this.ports[t.name] = await t.start();
@@ -218,11 +228,11 @@ export class Triton implements ServerCore, AsyncDisposable {
   }
 
   /**
-   * Runs until stopped by `stop()`, SIGINT or SIGTERM, or an UnrecoverableError; resolves with the exit
+   * Runs until stopped by `stop()`, SIGINT or SIGTERM, `options.signal`, or an UnrecoverableError; resolves with the exit
    * code (non-zero after an UnrecoverableError) and sets `process.exitCode` to it.
    */
-  async serve(): Promise<number> {
-    await this.run();
+  async serve(options: RunOptions = {}): Promise<number> {
+    await this.run(options);
     const onSignal = (signal: NodeJS.Signals) => {
       this.logger.info({ signal }, 'stopping on signal');
       void this.stop();

@@ -1,0 +1,36 @@
+import { Triton, type Request, type Response } from 'tstriton';
+
+// run() and serve() take an AbortSignal that stops the server, as stop() does.
+
+function server(): Triton {
+  const triton = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' });
+  triton.bind({
+    modelName: 'echo',
+    inferFunc: async (requests: Request[]): Promise<Response[]> => requests.map((r) => ({ OUTPUT0: r.inputs.INPUT0 as Response[string] })),
+    inputs: [{ name: 'INPUT0', dtype: 'FP32', shape: [-1] }],
+    outputs: [{ name: 'OUTPUT0', dtype: 'FP32', shape: [-1] }],
+  });
+  return triton;
+}
+
+it('serve({ signal }) stops the server in order when the signal aborts, and resolves with exit code 0', async () => {
+  const triton = server();
+  const controller = new AbortController();
+  const served = triton.serve({ signal: controller.signal });
+  while (triton.ports.http === undefined || !triton.isReady()) await new Promise((r) => setImmediate(r));
+  const port = triton.ports.http;
+  expect((await fetch(`http://127.0.0.1:${port}/v2/health/ready`)).status).toBe(200);
+  controller.abort();
+  expect(await served).toBe(0);
+  expect(triton.isLive()).toBe(false);
+  await expect(fetch(`http://127.0.0.1:${port}/v2/health/live`)).rejects.toThrow();
+  process.exitCode = 0;
+});
+
+it('run({ signal }) with an aborted signal refuses to start', async () => {
+  const triton = server();
+  const controller = new AbortController();
+  controller.abort();
+  await expect(triton.run({ signal: controller.signal })).rejects.toThrow(/run\(\) was cancelled before the server started/);
+  expect(triton.ports.http).toBeUndefined();
+});
