@@ -7,12 +7,7 @@ import { NEVER_ABORTED } from '../../callable-marks';
 import { decodeColumns, encodeColumns, TransferList } from './columns';
 import { deserializeError, serializeError } from './error-transfer';
 import type { WireBatch, WireResult } from './messages';
-
-/** An encoded message part and the buffers to transfer with it. */
-export interface Encoded<T> {
-  readonly value: T;
-  readonly transferList: ArrayBuffer[];
-}
+import type { Encoded } from './channel-common';
 
 /**
  * Encodes requests: their inputs as columns (see columns.ts), and what is the same for every request once.
@@ -122,13 +117,6 @@ export function encodeResponses(responses: unknown, copyAll = false): Encoded<Wi
 /** Rebuilds responses on the main thread (their count is checked by the instance). */
 export function decodeResponses(wire: WireResult): unknown {
   return 'raw' in wire ? wire.raw : decodeColumns(wire.outputs, wire.count);
-}
-
-/** True for an error thrown by postMessage when something cannot be cloned or transferred. */
-export function isDataCloneError(err: unknown): boolean {
-  if (typeof err !== 'object' || err === null) return false;
-  const { name, code } = err as { name?: unknown; code?: unknown };
-  return name === 'DataCloneError' || code === 'ERR_INVALID_TRANSFER_OBJECT';
 }
 
 function hasKeys(record: object): boolean {
