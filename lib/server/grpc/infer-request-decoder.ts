@@ -127,11 +127,11 @@ function readContents(r: Reader): InferTensorContentsMessage {
     switch (tag) {
       case (1 << 3) | LEN:
       case (1 << 3) | VARINT:
-        r.repeated(tag, c.bool_contents, () => r.varint() !== 0);
+        r.repeated(tag, c.bool_contents, () => r.uint32() !== 0);
         break;
       case (2 << 3) | LEN:
       case (2 << 3) | VARINT:
-        r.repeated(tag, c.int_contents, () => r.varint() | 0);
+        r.repeated(tag, c.int_contents, () => r.uint32() | 0);
         break;
       case (3 << 3) | LEN:
       case (3 << 3) | VARINT:
@@ -139,7 +139,7 @@ function readContents(r: Reader): InferTensorContentsMessage {
         break;
       case (4 << 3) | LEN:
       case (4 << 3) | VARINT:
-        r.repeated(tag, c.uint_contents, () => r.varint() >>> 0);
+        r.repeated(tag, c.uint_contents, () => r.uint32());
         break;
       case (5 << 3) | LEN:
       case (5 << 3) | VARINT:
@@ -169,7 +169,7 @@ function readParameter(r: Reader): InferParameterMessage {
     const tag = r.tag();
     switch (tag) {
       case (1 << 3) | 0:
-        p.bool_param = r.varint() !== 0;
+        p.bool_param = r.uint32() !== 0;
         p.parameter_choice = 'bool_param';
         break;
       case (2 << 3) | 0:
@@ -226,11 +226,6 @@ class Reader {
       shift += 7;
       if (shift >= 70) throw malformed('varint');
     }
-  }
-
-  /** A varint's low 32 bits, as a signed value where the caller narrows (`| 0`) or not (`>>> 0`). */
-  varint(): number {
-    return this.uint32();
   }
 
   /** A 64-bit varint as (low 32 bits, high 32 bits). */
