@@ -1,5 +1,5 @@
 import type { Logger } from './logger';
-import { TritonError } from './errors';
+import { TritonError, invalidArgument } from './errors';
 
 /** Triton's logging settings (the `logging` extension), as `GET /v2/logging` returns them. */
 export interface LogSettings {
@@ -39,7 +39,7 @@ export function logSettingsOf(logger: Logger): LogSettings {
 export function updateLogSettings(logger: Logger, update: Readonly<Record<string, unknown>>): LogSettings {
   const next = logSettingsOf(logger);
   for (const [key, value] of Object.entries(update)) {
-    if (!(KEYS as readonly string[]).includes(key)) throw invalid(`unknown log setting '${key}'; known settings are ${KEYS.join(', ')}`);
+    if (!(KEYS as readonly string[]).includes(key)) throw invalidArgument(`unknown log setting '${key}'; known settings are ${KEYS.join(', ')}`);
     switch (key) {
       case 'log_file':
         if (value !== '' && value !== null) throw new TritonError('UNSUPPORTED', 'log file location can not be updated through network protocol');
@@ -51,19 +51,15 @@ export function updateLogSettings(logger: Logger, update: Readonly<Record<string
         break;
       case 'log_verbose_level': {
         const n = typeof value === 'bigint' ? Number(value) : value;
-        if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) throw invalid(`log_verbose_level must be a non-negative integer, got ${String(value)}`);
+        if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) throw invalidArgument(`log_verbose_level must be a non-negative integer, got ${String(value)}`);
         next.log_verbose_level = n;
         break;
       }
       default:
-        if (typeof value !== 'boolean') throw invalid(`${key} must be a boolean, got ${JSON.stringify(value)}`);
+        if (typeof value !== 'boolean') throw invalidArgument(`${key} must be a boolean, got ${JSON.stringify(value)}`);
         next[key as 'log_info' | 'log_warning' | 'log_error'] = value;
     }
   }
   logger.level = next.log_verbose_level > 0 ? 'debug' : next.log_info ? 'info' : next.log_warning ? 'warn' : next.log_error ? 'error' : 'silent';
   return logSettingsOf(logger);
-}
-
-function invalid(message: string): TritonError {
-  return new TritonError('INVALID_ARGUMENT', message);
 }

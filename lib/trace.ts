@@ -1,5 +1,5 @@
 import * as fs from 'node:fs';
-import { TritonError } from './errors';
+import { TritonError, invalidArgument } from './errors';
 import type { Scheduled } from './scheduler/scheduler';
 
 /** Trace settings in Triton's wire form: every value a string, `trace_level` a list. */
@@ -134,7 +134,7 @@ export class Tracer {
     const cleared: (keyof Settings)[] = [];
     const field: Record<string, keyof Settings> = { trace_level: 'level', trace_rate: 'rate', trace_count: 'count', log_frequency: 'logFrequency' };
     for (const [key, raw] of Object.entries(update)) {
-      if (!(KEYS as readonly string[]).includes(key)) throw invalid(`unknown trace setting '${key}'; known settings are ${KEYS.join(', ')}`);
+      if (!(KEYS as readonly string[]).includes(key)) throw invalidArgument(`unknown trace setting '${key}'; known settings are ${KEYS.join(', ')}`);
       if (key === 'trace_file') throw new TritonError('UNSUPPORTED', 'trace file location can not be updated through network protocol');
       if (key === 'trace_mode') {
         if (raw !== null && raw !== 'triton' && !(Array.isArray(raw) && raw.length === 1 && raw[0] === 'triton')) {
@@ -144,7 +144,7 @@ export class Tracer {
       }
       const target = field[key] as keyof Settings;
       if (raw === null || (Array.isArray(raw) && raw.length === 0)) {
-        if (!model) throw invalid(`${key} cannot be cleared for the server, only for a model`);
+        if (!model) throw invalidArgument(`${key} cannot be cleared for the server, only for a model`);
         cleared.push(target);
         continue;
       }
@@ -152,16 +152,16 @@ export class Tracer {
         const levels = (Array.isArray(raw) ? raw : [raw]).map(String);
         const unsupported = levels.find((l) => l !== 'OFF' && l !== 'TIMESTAMPS');
         if (unsupported === 'TENSORS') throw new TritonError('UNSUPPORTED', 'trace_level TENSORS is not supported: traces carry timestamps only');
-        if (unsupported !== undefined) throw invalid(`trace_level must be OFF or TIMESTAMPS, got ${unsupported}`);
+        if (unsupported !== undefined) throw invalidArgument(`trace_level must be OFF or TIMESTAMPS, got ${unsupported}`);
         next.level = levels.includes('TIMESTAMPS') ? 'TIMESTAMPS' : 'OFF';
         if (next.level === 'TIMESTAMPS' && this.file === undefined) {
-          throw invalid('trace_level TIMESTAMPS needs a trace file: start the server with traceFile (TSTRITON_TRACE_FILE)');
+          throw invalidArgument('trace_level TIMESTAMPS needs a trace file: start the server with traceFile (TSTRITON_TRACE_FILE)');
         }
         continue;
       }
       const value = Number(Array.isArray(raw) ? raw[0] : raw);
       const min = key === 'trace_count' ? -1 : key === 'trace_rate' ? 1 : 0;
-      if (!Number.isSafeInteger(value) || value < min) throw invalid(`${key} must be an integer >= ${min}, got ${JSON.stringify(raw)}`);
+      if (!Number.isSafeInteger(value) || value < min) throw invalidArgument(`${key} must be an integer >= ${min}, got ${JSON.stringify(raw)}`);
       (next as Record<string, number>)[target] = value;
     }
     if (model) {
@@ -172,8 +172,4 @@ export class Tracer {
       Object.assign(this.global, next);
     }
   }
-}
-
-function invalid(message: string): TritonError {
-  return new TritonError('INVALID_ARGUMENT', message);
 }

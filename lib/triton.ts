@@ -1,6 +1,6 @@
 import { TritonConfig, type TritonConfigInit } from './config/triton-config';
 import { validateOrThrow } from './config/validate';
-import { TritonError, type UnrecoverableError } from './errors';
+import { TritonError, type UnrecoverableError, serverStopping } from './errors';
 import { BlsRouter } from './bls/bls-router';
 import { InFlight } from './in-flight';
 import { isEnsembleSpec } from './model/ensemble';
@@ -158,7 +158,7 @@ export class Triton implements ServerCore, AsyncDisposable {
    */
   async loadModel(name: string): Promise<void> {
     this.requireModelControl();
-    if (this.state !== 'running') throw new TritonError('UNAVAILABLE', 'Server is stopping and accepts no new requests');
+    if (this.state !== 'running') throw serverStopping();
     const models = this.repository.versionsOf(name);
     if (models.length === 0) throw new TritonError('INVALID_ARGUMENT', `failed to load '${name}', failed to poll from model repository`);
     for (const old of models) {
@@ -181,7 +181,7 @@ export class Triton implements ServerCore, AsyncDisposable {
    */
   async unloadModel(name: string, unloadDependents = false): Promise<void> {
     this.requireModelControl();
-    if (this.state !== 'running') throw new TritonError('UNAVAILABLE', 'Server is stopping and accepts no new requests');
+    if (this.state !== 'running') throw serverStopping();
     const models = this.repository.versionsOf(name);
     if (models.length === 0) throw new TritonError('INVALID_ARGUMENT', `failed to unload '${name}', no version is available`);
     const targets = [...models];
@@ -296,7 +296,7 @@ export class Triton implements ServerCore, AsyncDisposable {
 
   /** Runs one request; `model` when the caller has looked it up already (a transport, a BLS call). */
   infer(request: InferenceRequest, model?: Model): Promise<InferenceResponse> {
-    if (this.state !== 'running') return Promise.reject(new TritonError('UNAVAILABLE', 'Server is stopping and accepts no new requests'));
+    if (this.state !== 'running') return Promise.reject(serverStopping());
     if (!model) {
       try {
         model = this.repository.get(request.modelName, request.modelVersion);
@@ -342,7 +342,7 @@ export class Triton implements ServerCore, AsyncDisposable {
 
   /** Runs one request of a decoupled model; `model` when the caller has looked it up already. */
   inferStream(request: InferenceRequest, model?: Model): AsyncIterable<InferenceResponse & { final: boolean }> {
-    if (this.state !== 'running') throw new TritonError('UNAVAILABLE', 'Server is stopping and accepts no new requests');
+    if (this.state !== 'running') throw serverStopping();
     const responses = (model ?? this.repository.get(request.modelName, request.modelVersion)).inferStream(request);
     const inFlight = this.inFlight;
     inFlight.add();

@@ -2,11 +2,25 @@ import { buildModelConfigJson, type ModelConfigJson, type ModelDescription } fro
 import type { NamedTensorSpec } from '../config/tensor-spec';
 import type { Instance } from '../instances/instance';
 import type { ModelMetadata } from '../protocol/model-metadata';
-import type { ModelInit } from './model';
 
+
+/** What a model's description is made of (a `ModelInit` is one). */
+export interface DescribedModel {
+  readonly name: string;
+  readonly version: string;
+  readonly inputs: readonly NamedTensorSpec[];
+  readonly outputs: readonly NamedTensorSpec[];
+  readonly config: ModelDescription['config'];
+  readonly instances: readonly Instance[];
+  readonly platform?: string;
+  readonly backend?: string;
+  readonly defaultModelFilename?: string;
+  readonly instanceGroups?: ModelDescription['instanceGroups'];
+  readonly configExtra?: Record<string, unknown>;
+}
 
 /** A model's config (`GET /v2/models/{m}/config`) and metadata (`GET /v2/models/{m}`), built once at bind. */
-export function describeModel(init: ModelInit, maxBatchSize: number): { configJson: ModelConfigJson; metadata: ModelMetadata } {
+export function describeModel(init: DescribedModel, maxBatchSize: number): { configJson: ModelConfigJson; metadata: ModelMetadata } {
   const description: ModelDescription = {
     name: init.name,
     platform: init.platform ?? '',

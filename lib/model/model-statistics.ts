@@ -1,13 +1,13 @@
+import type { FailureReason } from '../errors';
 import type { ExecutionRecord, Scheduled } from '../scheduler/scheduler';
+
+export type { FailureReason };
 
 /** A count and a cumulative duration, as Triton's `StatisticDuration`. */
 export interface Duration {
   count: number;
   ns: number;
 }
-
-/** Why a request failed, as Triton's `nv_inference_request_failure` reasons. */
-export type FailureReason = 'REJECTED' | 'CANCELED' | 'BACKEND' | 'OTHER';
 
 /** Statistics of one execution batch size. */
 interface BatchStats {

@@ -1,13 +1,13 @@
 import type { InferCall, Response } from '../callable';
 import { Cancellation } from '../cancellation';
 import { warmupRequests } from './warmup';
-import { ModelStatistics, type FailureReason } from './model-statistics';
+import { ModelStatistics } from './model-statistics';
 import type { ModelConfigJson, ModelDescription } from '../config/triton-model-config';
 import type { ModelMetadata } from '../protocol/model-metadata';
 import { describeModel } from './model-description';
 import type { NamedTensorSpec } from '../config/tensor-spec';
 import type { ModelConfig } from '../config/model-config';
-import { TritonError, UnrecoverableError } from '../errors';
+import { TritonError, UnrecoverableError, failureReason } from '../errors';
 import { inService, type HealthEvent, type Instance } from '../instances/instance';
 import { Scheduler, type Scheduled } from '../scheduler/scheduler';
 import type { Tensor } from '../tensor/tensor';
@@ -344,21 +344,6 @@ export class Model {
 
 }
 
-function failureReason(err: unknown): FailureReason {
-  if (!(err instanceof TritonError)) return 'OTHER';
-  switch (err.code) {
-    case 'CANCELLED':
-      return 'CANCELED';
-    case 'UNAVAILABLE':
-      return 'REJECTED';
-    case 'INFERENCE_FAILED':
-    case 'UNRECOVERABLE':
-    case 'INTERNAL':
-      return 'BACKEND';
-    default:
-      return 'OTHER';
-  }
-}
 
 
 function nsSince(start: number): number {

@@ -1,6 +1,6 @@
 import { MOVABLE_BUFFER, type Request } from '../callable';
 import { CANCELLATION, type Cancellation } from '../cancellation';
-import { TritonError } from '../errors';
+import { TritonError, requestCancelled } from '../errors';
 import { MAX_TIMER_MS } from '../scheduler/priority-queue';
 import type { EnqueueOptions } from '../scheduler/scheduler';
 import type { InferenceRequest } from './inference';
@@ -34,7 +34,7 @@ export class ScheduledRequest implements Request {
 }
 
 function cancelReason(reason: unknown): TritonError {
-  return reason instanceof TritonError ? reason : new TritonError('CANCELLED', 'request cancelled');
+  return reason instanceof TritonError ? reason : requestCancelled();
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { NamedTensorSpec } from '../config/tensor-spec';
-import { TritonError } from '../errors';
+import { invalidArgument } from '../errors';
 import type { Tensor } from '../tensor/tensor';
 import type { InferenceRequest } from './inference';
 
@@ -33,24 +33,24 @@ export class RequestValidator {
     const batched = this.maxBatchSize > 0;
     for (const { name, tensor: t } of req.inputs) {
       const spec = this.inputByName.get(name);
-      if (!spec) throw invalid(`${prefixOf(req.id)}unexpected inference input '${name}' for model '${this.name}'`);
-      if (name in inputs) throw invalid(`${prefixOf(req.id)}input '${name}' was given more than once for model '${this.name}'`);
+      if (!spec) throw invalidArgument(`${prefixOf(req.id)}unexpected inference input '${name}' for model '${this.name}'`);
+      if (name in inputs) throw invalidArgument(`${prefixOf(req.id)}input '${name}' was given more than once for model '${this.name}'`);
       if (t.dtype !== spec.dtype) {
-        throw invalid(`${prefixOf(req.id)}inference input '${name}' data-type is '${t.dtype}', but model '${this.name}' expects '${spec.dtype}'`);
+        throw invalidArgument(`${prefixOf(req.id)}inference input '${name}' data-type is '${t.dtype}', but model '${this.name}' expects '${spec.dtype}'`);
       }
       if (batched) {
         const batch = t.shape[0];
         if (batch === undefined) {
-          throw invalid(`${prefixOf(req.id)}inference input '${name}' for model '${this.name}' has no batch dimension; expected shape [-1,${spec.shape.join(',')}]`);
+          throw invalidArgument(`${prefixOf(req.id)}inference input '${name}' for model '${this.name}' has no batch dimension; expected shape [-1,${spec.shape.join(',')}]`);
         }
         if (rows === -1) rows = batch;
         else if (batch !== rows) {
-          throw invalid(`${prefixOf(req.id)}inference input '${name}' batch size ${batch} does not match the batch size ${rows} of the other inputs for model '${this.name}'`);
+          throw invalidArgument(`${prefixOf(req.id)}inference input '${name}' batch size ${batch} does not match the batch size ${rows} of the other inputs for model '${this.name}'`);
         }
       }
       if (!shapeMatches(t.shape, batched ? 1 : 0, spec.shape)) {
         const expected = this.maxBatchSize > 0 ? [-1, ...spec.shape] : spec.shape;
-        throw invalid(`${prefixOf(req.id)}unexpected shape for input '${name}' for model '${this.name}'. Expected [${expected.join(',')}], got [${t.shape.join(',')}]`);
+        throw invalidArgument(`${prefixOf(req.id)}unexpected shape for input '${name}' for model '${this.name}'. Expected [${expected.join(',')}], got [${t.shape.join(',')}]`);
       }
       inputs[name] = t;
       let part = `${name}:`;
@@ -62,7 +62,7 @@ export class RequestValidator {
     if (missing.length > 0) {
       const required = this.specs.filter((s) => !s.optional).length;
       const got = Object.keys(inputs);
-      throw invalid(
+      throw invalidArgument(
         `${prefixOf(req.id)}expected ${required} inputs but got ${got.length} inputs for model '${this.name}'. ` +
           `Got input(s) [${got.map((n) => `'${n}'`).join(', ')}], but missing required input(s) [${missing.map((n) => `'${n}'`).join(', ')}]. ` +
           'Please provide all required input(s).',
@@ -70,7 +70,7 @@ export class RequestValidator {
     }
     if (this.maxBatchSize > 0) {
       if (rows < 1 || rows > this.maxBatchSize) {
-        throw invalid(`${prefixOf(req.id)}inference request batch-size must be <= ${this.maxBatchSize} for '${this.name}'` + (rows < 1 ? ` and >= 1, got ${rows}` : ''));
+        throw invalidArgument(`${prefixOf(req.id)}inference request batch-size must be <= ${this.maxBatchSize} for '${this.name}'` + (rows < 1 ? ` and >= 1, got ${rows}` : ''));
       }
     } else {
       rows = 1;
@@ -81,7 +81,7 @@ export class RequestValidator {
   requestedOutputs(req: InferenceRequest): readonly string[] {
     if (req.requestedOutputs === undefined || req.requestedOutputs.length === 0) return this.allOutputNames;
     for (const name of req.requestedOutputs) {
-      if (!this.outputByName.has(name)) throw invalid(`${prefixOf(req.id)}unexpected inference output '${name}' for model '${this.name}'`);
+      if (!this.outputByName.has(name)) throw invalidArgument(`${prefixOf(req.id)}unexpected inference output '${name}' for model '${this.name}'`);
     }
     return req.requestedOutputs;
   }
@@ -102,8 +102,4 @@ export function shapeMatches(shape: readonly number[], from: number, spec: reado
     if (want !== -1 && want !== got) return false;
   }
   return true;
-}
-
-function invalid(message: string): TritonError {
-  return new TritonError('INVALID_ARGUMENT', message);
 }

@@ -1,5 +1,5 @@
 /** Parameters of the classification and model repository extensions, read the same way by both transports. */
-import { TritonError } from '../errors';
+import { TritonError, invalidArgument } from '../errors';
 import type { Model } from '../model/model';
 import type { Classification } from '../tensor/classification';
 import { describeValue } from '../tensor/wire-value';
@@ -9,7 +9,7 @@ export function classificationOf(value: unknown, model: Model, name: string): Cl
   if (value === undefined) return undefined;
   const count = typeof value === 'bigint' ? Number(value) : value;
   if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 0) {
-    throw invalid(`output '${name}': 'classification' must be a non-negative integer (the number of classes), got ${describeValue(value)}`);
+    throw invalidArgument(`output '${name}': 'classification' must be a non-negative integer (the number of classes), got ${describeValue(value)}`);
   }
   if (count === 0) return undefined;
   const labels = model.outputs.find((o) => o.name === name)?.labels;
@@ -22,8 +22,4 @@ export function refuseOverrides(keys: readonly string[], model: string): void {
   if (override) {
     throw new TritonError('UNSUPPORTED', `failed to load '${model}': '${override}' is not supported; models are bound in code, so a load can only bring a bound model back`);
   }
-}
-
-function invalid(message: string): TritonError {
-  return new TritonError('INVALID_ARGUMENT', message);
 }

@@ -1,4 +1,4 @@
-import { TritonError } from '../errors';
+import { TritonError, invalidArgument } from '../errors';
 import { refuseDecoupled, type Model } from '../model/model';
 import { decodeBinary } from '../tensor/binary-codec';
 import { classify, type Classification } from '../tensor/classification';
@@ -59,10 +59,10 @@ export interface OutputParameters {
 export function outputHandling(model: Model, name: string, p: OutputParameters, sharedMemory: SharedMemoryManager | undefined, what: string): OutputHandling {
   const shm = shmTargetOf(p.region, p.byteSize, p.offset, what);
   const classes = classificationOf(p.classification, model, name);
-  if (classes && shm) throw invalid(`${what}: 'classification' cannot be combined with 'shared_memory_region'`);
+  if (classes && shm) throw invalidArgument(`${what}: 'classification' cannot be combined with 'shared_memory_region'`);
   const binary = p.binary ?? false;
-  if (typeof binary !== 'boolean') throw invalid(`${what}: 'binary_data' must be a boolean, got ${describeValue(binary)}`);
-  if (shm && binary) throw invalid(`${what}: 'binary_data' cannot be combined with 'shared_memory_region'`);
+  if (typeof binary !== 'boolean') throw invalidArgument(`${what}: 'binary_data' must be a boolean, got ${describeValue(binary)}`);
+  if (shm && binary) throw invalidArgument(`${what}: 'binary_data' cannot be combined with 'shared_memory_region'`);
   if (shm) {
     if (!sharedMemory) throw new TritonError('NOT_FOUND', `Unable to find system shared memory region: '${shm.region}'`);
     sharedMemory.status(shm.region); // throws for a region that is not registered
@@ -83,8 +83,4 @@ export function outputTensor(produced: Tensor, how: OutputHandling | undefined, 
     return undefined;
   }
   return tensor;
-}
-
-function invalid(message: string): TritonError {
-  return new TritonError('INVALID_ARGUMENT', message);
 }

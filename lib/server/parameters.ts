@@ -1,5 +1,5 @@
 import type { ParameterValue } from '../callable';
-import { TritonError } from '../errors';
+import { invalidArgument } from '../errors';
 import { describeValue, setEntry } from '../tensor/wire-value';
 
 /** Request parameters split into the reserved ones the server acts on and the custom ones for the model. */
@@ -21,11 +21,11 @@ const RESERVED = new Set(['sequence_id', 'sequence_start', 'sequence_end', 'prio
 export function parseParameters(raw: unknown, where: string, allowedTritonKeys: ReadonlySet<string> = EMPTY): RequestParameters {
   const out: RequestParameters = { parameters: {}, binaryDataOutput: false };
   if (raw === undefined || raw === null) return out;
-  if (typeof raw !== 'object' || Array.isArray(raw)) throw invalid(`${where} 'parameters' must be an object, got ${describeValue(raw)}`);
+  if (typeof raw !== 'object' || Array.isArray(raw)) throw invalidArgument(`${where} 'parameters' must be an object, got ${describeValue(raw)}`);
   for (const [key, value] of Object.entries(raw as Record<string, unknown>)) {
     if (key.startsWith('triton_')) {
       if (allowedTritonKeys.has(key)) continue;
-      throw invalid("parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.");
+      throw invalidArgument("parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.");
     }
     if (RESERVED.has(key)) {
       applyReserved(out, key, value);
@@ -34,7 +34,7 @@ export function parseParameters(raw: unknown, where: string, allowedTritonKeys: 
     if (typeof value === 'string' || typeof value === 'boolean' || typeof value === 'bigint' || (typeof value === 'number' && Number.isFinite(value))) {
       setEntry(out.parameters, key, value);
     } else {
-      throw invalid(`parameter '${key}' has an invalid type: expected a string, integer, boolean or double, got ${describeValue(value)}`);
+      throw invalidArgument(`parameter '${key}' has an invalid type: expected a string, integer, boolean or double, got ${describeValue(value)}`);
     }
   }
   return out;
@@ -51,12 +51,12 @@ function applyReserved(out: RequestParameters, key: string, value: unknown): voi
       out.timeoutMicroseconds = unsigned(key, value);
       return;
     case 'binary_data_output':
-      if (typeof value !== 'boolean') throw invalid(`parameter 'binary_data_output' must be a boolean, got ${describeValue(value)}`);
+      if (typeof value !== 'boolean') throw invalidArgument(`parameter 'binary_data_output' must be a boolean, got ${describeValue(value)}`);
       out.binaryDataOutput = value;
       return;
     case 'sequence_start':
     case 'sequence_end':
-      if (typeof value !== 'boolean') throw invalid(`parameter '${key}' must be a boolean, got ${describeValue(value)}`);
+      if (typeof value !== 'boolean') throw invalidArgument(`parameter '${key}' must be a boolean, got ${describeValue(value)}`);
       return;
     default:
       // sequence_id and headers are accepted; models here are not sequence models.
@@ -66,10 +66,6 @@ function applyReserved(out: RequestParameters, key: string, value: unknown): voi
 
 function unsigned(key: string, value: unknown): number {
   const n = typeof value === 'bigint' ? Number(value) : value;
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) throw invalid(`parameter '${key}' must be a non-negative integer, got ${describeValue(value)}`);
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) throw invalidArgument(`parameter '${key}' must be a non-negative integer, got ${describeValue(value)}`);
   return n;
-}
-
-function invalid(message: string): TritonError {
-  return new TritonError('INVALID_ARGUMENT', message);
 }

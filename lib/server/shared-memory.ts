@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { TritonError } from '../errors';
+import { TritonError, invalidArgument } from '../errors';
 
 /** Where POSIX shared-memory objects live on Linux: `shm_open("/k")` is the file `/dev/shm/k`. */
 export const SHM_DIR = '/dev/shm';
@@ -50,17 +50,17 @@ export class SharedMemoryManager {
     if (!this.allowed) {
       throw new TritonError('UNSUPPORTED', 'Client shared memory is disabled. Start the server with allowSharedMemory: true (TSTRITON_ALLOW_SHARED_MEMORY=true) to enable.');
     }
-    if (!name) throw invalid("the shared memory region needs a 'name'");
+    if (!name) throw invalidArgument("the shared memory region needs a 'name'");
     const file = objectName(key);
     if (file === undefined) {
-      throw invalid(`invalid shared memory key ${JSON.stringify(key)}: expected a POSIX shared memory name such as '/input_data'`);
+      throw invalidArgument(`invalid shared memory key ${JSON.stringify(key)}: expected a POSIX shared memory name such as '/input_data'`);
     }
-    if (!isSize(offset) || !isSize(byteSize)) throw invalid(`shared memory region '${name}': 'offset' and 'byte_size' must be non-negative integers`);
+    if (!isSize(offset) || !isSize(byteSize)) throw invalidArgument(`shared memory region '${name}': 'offset' and 'byte_size' must be non-negative integers`);
     if (this.regions.has(name)) throw new TritonError('ALREADY_EXISTS', `shared memory region '${name}' already in manager`);
     const { fd, size } = openObject(this.dir, file, key);
     if (offset + byteSize > size) {
       fs.closeSync(fd);
-      throw invalid(`shared memory region '${name}': offset ${offset} + byte_size ${byteSize} is beyond the end of '${key}' (${size} bytes)`);
+      throw invalidArgument(`shared memory region '${name}': offset ${offset} + byte_size ${byteSize} is beyond the end of '${key}' (${size} bytes)`);
     }
     this.regions.set(name, { name, key, offset, byte_size: byteSize, fd });
   }
@@ -93,7 +93,7 @@ export class SharedMemoryManager {
   write(target: ShmTarget, data: Uint8Array, output: string): void {
     const region = this.window(target, `output '${output}'`);
     if (data.byteLength > target.byteSize) {
-      throw invalid(
+      throw invalidArgument(
         `shared memory size specified with the request for output '${output}' (${target.byteSize} bytes) should be at least ${data.byteLength} bytes to hold the results`,
       );
     }
@@ -108,7 +108,7 @@ export class SharedMemoryManager {
   private window(target: ShmTarget, what: string): Region {
     const region = this.regionOf(target.region);
     if (target.offset + target.byteSize > region.byte_size) {
-      throw invalid(
+      throw invalidArgument(
         `${what}: offset ${target.offset} + byte size ${target.byteSize} is beyond the ${region.byte_size} bytes of shared memory region '${target.region}'`,
       );
     }
@@ -135,11 +135,11 @@ export class SharedMemoryManager {
  */
 export function shmTargetOf(region: unknown, byteSize: unknown, offset: unknown, what: string): ShmTarget | undefined {
   if (region === undefined) return undefined;
-  if (typeof region !== 'string' || region === '') throw invalid(`${what}: 'shared_memory_region' must be a non-empty string`);
+  if (typeof region !== 'string' || region === '') throw invalidArgument(`${what}: 'shared_memory_region' must be a non-empty string`);
   const size = byteSize === undefined ? undefined : toInt(byteSize);
   const off = offset === undefined ? 0 : toInt(offset);
-  if (size === undefined) throw invalid(`${what}: 'shared_memory_byte_size' must be given with 'shared_memory_region'`);
-  if (!isSize(size) || !isSize(off)) throw invalid(`${what}: 'shared_memory_byte_size' and 'shared_memory_offset' must be non-negative integers`);
+  if (size === undefined) throw invalidArgument(`${what}: 'shared_memory_byte_size' must be given with 'shared_memory_region'`);
+  if (!isSize(size) || !isSize(off)) throw invalidArgument(`${what}: 'shared_memory_byte_size' and 'shared_memory_offset' must be non-negative integers`);
   return { region, offset: off, byteSize: size };
 }
 
@@ -166,7 +166,7 @@ const OPEN_FLAGS = fs.constants.O_RDWR | fs.constants.O_NOFOLLOW | fs.constants.
  * checked on the opened descriptor, not on the path, so the file cannot be swapped between check and open.
  */
 function openObject(dir: string, file: string, key: string): { fd: number; size: number } {
-  const refuse = (what: string) => invalid(`Unable to open shared memory region: '${key}' is ${what}; expected a shared memory object (a regular file in ${dir})`);
+  const refuse = (what: string) => invalidArgument(`Unable to open shared memory region: '${key}' is ${what}; expected a shared memory object (a regular file in ${dir})`);
   let fd: number;
   try {
     fd = fs.openSync(path.join(dir, file), OPEN_FLAGS);
@@ -193,8 +193,4 @@ function toInt(v: unknown): number {
 
 function isSize(v: number): boolean {
   return Number.isSafeInteger(v) && v >= 0;
-}
-
-function invalid(message: string): TritonError {
-  return new TritonError('INVALID_ARGUMENT', message);
 }

@@ -1,35 +1,12 @@
 import * as grpc from '@grpc/grpc-js';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Triton, tensor, type Request, type Response, type TritonConfigInit } from 'tstriton';
+import { Triton, tensor, type TritonConfigInit } from 'tstriton';
 import { ClientError, ModelClient } from 'tstriton/client';
 import { batch, sample } from 'tstriton/decorators';
 import { loadProtos } from '../../lib/protocol/protos';
+import { Gate } from '../helpers/gate';
 
-/** A callable that holds every request until `open()`; records the first start and abort. */
-class Gate {
-  readonly started: Promise<Request>;
-  readonly aborted: Promise<unknown>;
-  private onStart!: (r: Request) => void;
-  private onAbort!: (reason: unknown) => void;
-  private opened = false;
-  private waiters: (() => void)[] = [];
-  constructor() {
-    this.started = new Promise((r) => (this.onStart = r));
-    this.aborted = new Promise((r) => (this.onAbort = r));
-  }
-  open(): void {
-    this.opened = true;
-    for (const w of this.waiters.splice(0)) w();
-  }
-  readonly callable = async (requests: Request[]): Promise<Response[]> => {
-    const req = requests[0] as Request;
-    req.signal.addEventListener('abort', () => this.onAbort(req.signal.reason), { once: true });
-    this.onStart(req);
-    if (!this.opened) await new Promise<void>((resolve) => this.waiters.push(resolve));
-    return requests.map((r) => ({ OUTPUT0: r.inputs.INPUT0 as Response[string] }));
-  };
-}
 
 const BASE: TritonConfigInit = {
   httpPort: 0,

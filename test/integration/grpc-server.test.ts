@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { DATA_TYPES, DTYPES, Triton, TritonError, type DataType, type Request, type Response, type TritonConfigInit } from 'tstriton';
+import { DATA_TYPES, DTYPES, Triton, TritonError, type DataType, type Request, type TritonConfigInit } from 'tstriton';
 import { batch } from 'tstriton/decorators';
 import { loadProtos } from '../../lib/protocol/protos';
 import type {
@@ -9,33 +9,10 @@ import type {
   ModelInferResponseMessage,
   ModelStreamInferResponseMessage,
 } from '../../lib/protocol/messages';
+import { Gate } from '../helpers/gate';
 
 // ---- helpers -------------------------------------------------------------------------------------
 
-/** A callable that holds every request until `open()` (or forever); records the first start and abort. */
-class Gate {
-  readonly started: Promise<Request>;
-  readonly aborted: Promise<unknown>;
-  private onStart!: (r: Request) => void;
-  private onAbort!: (reason: unknown) => void;
-  private opened = false;
-  private waiters: (() => void)[] = [];
-  constructor() {
-    this.started = new Promise((r) => (this.onStart = r));
-    this.aborted = new Promise((r) => (this.onAbort = r));
-  }
-  open(): void {
-    this.opened = true;
-    for (const w of this.waiters.splice(0)) w();
-  }
-  readonly callable = async (requests: Request[]): Promise<Response[]> => {
-    const req = requests[0] as Request;
-    req.signal.addEventListener('abort', () => this.onAbort(req.signal.reason), { once: true });
-    this.onStart(req);
-    if (!this.opened) await new Promise<void>((resolve) => this.waiters.push(resolve));
-    return requests.map((r) => ({ OUTPUT0: r.inputs.INPUT0 as Response[string] }));
-  };
-}
 
 const identity = batch(async (inputs) => ({ OUTPUT0: inputs.INPUT0! }));
 

@@ -1,4 +1,4 @@
-import { TritonError } from '../../errors';
+import { TritonError, serverStopping } from '../../errors';
 import type { ServerCore } from '../server-core';
 import type { CallTracker } from './call-tracker';
 
@@ -12,5 +12,5 @@ export interface GrpcContext {
 
 /** The error new calls get once the server stops accepting them. */
 export function stoppingError(): TritonError {
-  return new TritonError('UNAVAILABLE', 'Server is stopping and accepts no new requests');
+  return serverStopping();
 }

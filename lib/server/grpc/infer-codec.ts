@@ -1,5 +1,5 @@
 import type { Cancellation } from '../../cancellation';
-import { TritonError, toTritonError } from '../../errors';
+import { toTritonError, invalidArgument } from '../../errors';
 import type { InferenceRequest, InferenceResponse, NamedTensor } from '../../model/inference';
 import type { Model } from '../../model/model';
 import { decodeBinary, encodeBinary } from '../../tensor/binary-codec';
@@ -50,27 +50,27 @@ export function decodeGrpcInfer(
     const name = input.name;
     const what = `input '${name}' for model '${model.name}'`;
     const dtype = input.datatype;
-    if (!isDataType(dtype)) throw invalid(`${what}: unknown datatype ${JSON.stringify(dtype)}`);
+    if (!isDataType(dtype)) throw invalidArgument(`${what}: unknown datatype ${JSON.stringify(dtype)}`);
     const shape = new Array<number>(input.shape.length);
     for (let i = 0; i < shape.length; i++) {
       const d = Number(input.shape[i]);
-      if (!Number.isSafeInteger(d) || d < 0) throw invalid(`${what}: 'shape' must hold non-negative integers, got [${input.shape.join(',')}]`);
+      if (!Number.isSafeInteger(d) || d < 0) throw invalidArgument(`${what}: 'shape' must hold non-negative integers, got [${input.shape.join(',')}]`);
       shape[i] = d;
     }
     const shm = isEmpty(input.parameters) ? undefined : shmTargetIn(input.parameters, what);
     if (shm) return { name, tensor: { dtype, shape, data: sharedMemoryInput(dtype, shape, shm, sharedMemory, what) } };
     if (input.contents) {
       if (raw.length > 0) {
-        throw invalid(`contents field must not be specified when using raw_input_contents for '${name}' for model '${model.name}'`);
+        throw invalidArgument(`contents field must not be specified when using raw_input_contents for '${name}' for model '${model.name}'`);
       }
       return { name, tensor: { dtype, shape, data: decodeTensorContents(dtype, shape, input.contents, what) } };
     }
     const bytes = raw[rawIndex++];
-    if (bytes === undefined) throw invalid(`unable to find data for input tensor '${name}' for model '${model.name}' in request.`);
+    if (bytes === undefined) throw invalidArgument(`unable to find data for input tensor '${name}' for model '${model.name}' in request.`);
     return { name, tensor: { dtype, shape, data: decodeBinary(dtype, shape, aligned(bytes, DTYPES[dtype].size), what) } };
   });
   if (rawIndex < raw.length) {
-    throw invalid(`unexpected additional input data for model '${model.name}': ${raw.length} raw_input_contents for ${rawIndex} raw inputs`);
+    throw invalidArgument(`unexpected additional input data for model '${model.name}': ${raw.length} raw_input_contents for ${rawIndex} raw inputs`);
   }
   const outputs = msg.outputs ?? [];
   return {
@@ -171,7 +171,3 @@ export function encodeGrpcInfer(
 }
 
 const EMPTY = new Uint8Array(0);
-
-function invalid(message: string): TritonError {
-  return new TritonError('INVALID_ARGUMENT', message);
-}

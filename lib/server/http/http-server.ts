@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import { listenOn } from '../listen';
 import express, { type Express, type NextFunction, type Router } from 'express';
 import { Cancellation } from '../../cancellation';
-import { TritonError, toTritonError } from '../../errors';
+import { TritonError, toTritonError, SERVER_STOPPING_MESSAGE } from '../../errors';
 import type { Logger } from '../../logger';
 import type { ServerCore } from '../server-core';
 import { compress, negotiateEncoding, ownMemory, readBody, readJsonObject } from './body';
@@ -28,7 +28,7 @@ const TRACE_ROUTE = /^\/v2(?:\/models\/([^/]+))?\/trace\/setting$/;
 const MODEL_ROUTE = /^\/v2\/models\/([^/]+)(?:\/versions\/([0-9]+))?(?:\/(infer|generate|generate_stream|ready|config|stats))?$/;
 
 /** The answer to requests that arrive once the server is stopping, as Triton words it. */
-const STOPPING = 'Server is stopping and accepts no new requests';
+const STOPPING = SERVER_STOPPING_MESSAGE;
 
 /**
  * The HTTP endpoint (HTTPS with `httpUseSsl`). POST `/infer` is handled on node:http directly (it is the hot

@@ -1,6 +1,6 @@
 import { constants as bufferConstants } from 'node:buffer';
 import type { Cancellation } from '../../cancellation';
-import { TritonError } from '../../errors';
+import { TritonError, invalidArgument } from '../../errors';
 import type { InferenceRequest, InferenceResponse, NamedTensor } from '../../model/inference';
 import type { Model } from '../../model/model';
 import { decodeBinary, encodeBinary } from '../../tensor/binary-codec';
@@ -40,7 +40,7 @@ export function decodeHttpInfer(
   if (headerLength === 0) return decodeRawBinary(body, model, cancellation);
   const jsonLength = headerLength ?? body.length;
   if (jsonLength < 0 || jsonLength > body.length) {
-    throw invalid(`inference header size should be in range (0, ${body.length}), got: ${jsonLength}`);
+    throw invalidArgument(`inference header size should be in range (0, ${body.length}), got: ${jsonLength}`);
   }
   if (jsonLength > MAX_STRING_LENGTH) {
     // Beyond this, decoding the header to text throws a RangeError (a server fault) before the parser sees it.
@@ -50,28 +50,28 @@ export function decodeHttpInfer(
     );
   }
   const header = parseJson(body.toString('utf8', 0, jsonLength), maxDepth);
-  if (!isObject(header)) throw invalid(`the inference request JSON must be an object, got ${describeValue(header)}`);
+  if (!isObject(header)) throw invalidArgument(`the inference request JSON must be an object, got ${describeValue(header)}`);
   const id = header.id ?? '';
-  if (typeof id !== 'string') throw invalid(`the request 'id' must be a string, got ${describeValue(id)}`);
+  if (typeof id !== 'string') throw invalidArgument(`the request 'id' must be a string, got ${describeValue(id)}`);
   const { parameters, priority, timeoutMicroseconds, binaryDataOutput } = parseParameters(header.parameters, 'request');
 
-  if (!Array.isArray(header.inputs)) throw invalid(`the inference request must have an 'inputs' array, got ${describeValue(header.inputs)}`);
+  if (!Array.isArray(header.inputs)) throw invalidArgument(`the inference request must have an 'inputs' array, got ${describeValue(header.inputs)}`);
   let offset = jsonLength;
   const inputs: NamedTensor[] = header.inputs.map((raw: unknown, i: number) => {
-    if (!isObject(raw)) throw invalid(`input ${i} must be an object, got ${describeValue(raw)}`);
+    if (!isObject(raw)) throw invalidArgument(`input ${i} must be an object, got ${describeValue(raw)}`);
     const name = raw.name;
-    if (typeof name !== 'string') throw invalid(`input ${i} must have a string 'name', got ${describeValue(name)}`);
+    if (typeof name !== 'string') throw invalidArgument(`input ${i} must have a string 'name', got ${describeValue(name)}`);
     const what = `input '${name}' for model '${model.name}'`;
     const dtype = raw.datatype;
-    if (!isDataType(dtype)) throw invalid(datatypeProblem(what, dtype));
+    if (!isDataType(dtype)) throw invalidArgument(datatypeProblem(what, dtype));
     const shape = raw.shape;
-    if (!isShape(shape)) throw invalid(`${what}: 'shape' must be an array of non-negative integers, got ${describeValue(shape)}`);
+    if (!isShape(shape)) throw invalidArgument(`${what}: 'shape' must be an array of non-negative integers, got ${describeValue(shape)}`);
     const params = raw.parameters === undefined ? NO_PARAMETERS : raw.parameters;
-    if (!isObject(params)) throw invalid(`${what}: 'parameters' must be an object, got ${describeValue(params)}`);
+    if (!isObject(params)) throw invalidArgument(`${what}: 'parameters' must be an object, got ${describeValue(params)}`);
     const binarySize = params.binary_data_size;
     const sources = (raw.data !== undefined ? 1 : 0) + (binarySize !== undefined ? 1 : 0) + (params.shared_memory_region !== undefined ? 1 : 0);
     if (sources !== 1) {
-      throw invalid(
+      throw invalidArgument(
         "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. " +
           `But ${what} sets ${sources === 0 ? 'none' : 'more than one'}`,
       );
@@ -81,13 +81,13 @@ export function decodeHttpInfer(
     if (binarySize !== undefined) {
       const size = typeof binarySize === 'bigint' ? Number(binarySize) : binarySize;
       if (typeof size !== 'number' || !Number.isInteger(size) || size < 0) {
-        throw invalid(`${what}: 'binary_data_size' must be a non-negative integer, got ${describeValue(binarySize)}`);
+        throw invalidArgument(`${what}: 'binary_data_size' must be a non-negative integer, got ${describeValue(binarySize)}`);
       }
       if (headerLength === null) {
-        throw invalid("must specify valid 'Infer-Header-Content-Length' in request header and 'binary_data_size' when passing inputs in binary data format");
+        throw invalidArgument("must specify valid 'Infer-Header-Content-Length' in request header and 'binary_data_size' when passing inputs in binary data format");
       }
       if (offset + size > body.length) {
-        throw invalid(`unexpected size for input '${name}', expecting ${offset + size - body.length} additional bytes for model '${model.name}'`);
+        throw invalidArgument(`unexpected size for input '${name}', expecting ${offset + size - body.length} additional bytes for model '${model.name}'`);
       }
       const bytes = body.subarray(offset, offset + size);
       offset += size;
@@ -95,17 +95,17 @@ export function decodeHttpInfer(
     }
     return { name, tensor: { dtype, shape, data: decodeJsonData(dtype, shape, raw.data, what) } };
   });
-  if (offset !== body.length) throw invalid(`unexpected additional input data for model '${model.name}'`);
+  if (offset !== body.length) throw invalidArgument(`unexpected additional input data for model '${model.name}'`);
 
   let binaryByOutput: OutputHandling[] | undefined;
   let requestedOutputs: string[] | undefined;
   if (header.outputs !== undefined) {
-    if (!Array.isArray(header.outputs)) throw invalid(`'outputs' must be an array, got ${describeValue(header.outputs)}`);
+    if (!Array.isArray(header.outputs)) throw invalidArgument(`'outputs' must be an array, got ${describeValue(header.outputs)}`);
     requestedOutputs = header.outputs.map((raw: unknown, i: number) => {
-      if (!isObject(raw)) throw invalid(`output ${i} must be an object, got ${describeValue(raw)}`);
-      if (typeof raw.name !== 'string') throw invalid(`output ${i} must have a string 'name', got ${describeValue(raw.name)}`);
+      if (!isObject(raw)) throw invalidArgument(`output ${i} must be an object, got ${describeValue(raw)}`);
+      if (typeof raw.name !== 'string') throw invalidArgument(`output ${i} must have a string 'name', got ${describeValue(raw.name)}`);
       const params = raw.parameters ?? {};
-      if (!isObject(params)) throw invalid(`output '${raw.name}': 'parameters' must be an object, got ${describeValue(params)}`);
+      if (!isObject(params)) throw invalidArgument(`output '${raw.name}': 'parameters' must be an object, got ${describeValue(params)}`);
       const p = { region: params.shared_memory_region, byteSize: params.shared_memory_byte_size, offset: params.shared_memory_offset, classification: params.classification, binary: params.binary_data };
       (binaryByOutput ??= []).push(outputHandling(model, raw.name, p, sharedMemory, `output '${raw.name}'`));
       return raw.name;
@@ -134,7 +134,7 @@ export function decodeHttpInfer(
 function decodeRawBinary(body: Buffer, model: Model, cancellation: Cancellation): DecodedHttpInfer {
   const [spec, ...rest] = model.inputs;
   if (!spec || rest.length > 0) {
-    throw invalid(`raw binary request requires model '${model.name}' to have exactly one input, it has ${model.inputs.length}`);
+    throw invalidArgument(`raw binary request requires model '${model.name}' to have exactly one input, it has ${model.inputs.length}`);
   }
   const what = `input '${spec.name}' for model '${model.name}'`;
   const batch = model.config.effectiveMaxBatchSize > 0 ? [1] : [];
@@ -143,12 +143,12 @@ function decodeRawBinary(body: Buffer, model: Model, cancellation: Cancellation)
     shape = [...batch, ...spec.shape.map(() => 1)];
   } else {
     const variable = spec.shape.filter((d) => d === -1).length;
-    if (variable > 1) throw invalid(`raw binary request: ${what} has more than one variable dim`);
+    if (variable > 1) throw invalidArgument(`raw binary request: ${what} has more than one variable dim`);
     const fixed = spec.shape.reduce((n, d) => (d === -1 ? n : n * d), 1);
     const elements = body.length / DTYPES[spec.dtype].size;
     const free = fixed === 0 ? 0 : elements / fixed;
     if (!Number.isInteger(free) || (variable === 0 && elements !== fixed)) {
-      throw invalid(`raw binary request: ${body.length} bytes do not fit ${what} of shape [${spec.shape.join(',')}]`);
+      throw invalidArgument(`raw binary request: ${body.length} bytes do not fit ${what} of shape [${spec.shape.join(',')}]`);
     }
     shape = [...batch, ...spec.shape.map((d) => (d === -1 ? free : d))];
   }
@@ -216,8 +216,4 @@ function isShape(v: unknown): v is number[] {
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function invalid(message: string): TritonError {
-  return new TritonError('INVALID_ARGUMENT', message);
 }
