@@ -3,11 +3,11 @@ import { validateOrThrow } from './config/validate';
 import { TritonError, type UnrecoverableError, serverStopping } from './errors';
 import { BlsRouter } from './bls/bls-router';
 import { InFlight } from './in-flight';
-import { isEnsembleSpec } from './model/ensemble';
 import { createLogger, type Logger } from './logger';
 import type { InferenceRequest, InferenceResponse } from './model/inference';
 import type { Model } from './model/model';
 import { buildModel, checkBinding, type BindOptions, type BuildContext } from './model/model-builder';
+import { ModelControl } from './model/model-control';
 import { ModelRepository } from './model/model-repository';
 import { ResponseCache } from './model/response-cache';
 import { GrpcServer } from './server/grpc/grpc-server';
@@ -68,7 +68,6 @@ export class Triton implements ServerCore, AsyncDisposable {
 
   private state: State = 'created';
   /** How each bound model was bound, to build it again when it is loaded after an unload. */
-  private readonly bindings = new Map<Model, BindOptions>();
   private readonly transports: Transport[] = [];
   private stopping: Promise<number> | undefined;
   private exitCode = 0;
@@ -78,6 +77,8 @@ export class Triton implements ServerCore, AsyncDisposable {
   private readonly bls = new BlsRouter(this.repository, (request, model) => this.infer(request, model));
   /** What models are built with. */
   private readonly building: BuildContext;
+  /** The repository extension's index, load and unload. */
+  private readonly control: ModelControl;
   private stopped!: Promise<number>;
   private resolveStopped!: (code: number) => void;
 
@@ -95,6 +96,7 @@ export class Triton implements ServerCore, AsyncDisposable {
       bls: this.bls.handle,
       onUnrecoverable: (err, model) => this.onUnrecoverable(err, model),
     };
+    this.control = new ModelControl(this.repository, this.building, this.config, this.logger);
     this.http = new HttpServer(this, this.logger);
     this.metrics = new Metrics(this.repository, this.responseCache);
     if (this.config.allowHttp) {
@@ -131,74 +133,23 @@ export class Triton implements ServerCore, AsyncDisposable {
     const { modelName, version } = checkBinding(options, this.repository);
     const model = buildModel(options, modelName, version, this.building);
     this.repository.add(model);
-    this.bindings.set(model, options);
+    this.control.bound(model, options);
     if (this.state === 'running') {
       model.load().catch((err: Error) => this.logger.error({ model: modelName, err: err.message }, 'model failed to load'));
     }
     return model;
   }
 
-  /**
-   * The repository index: every bound model with its state (`READY`, `LOADING`, `UNLOADING`,
-   * `UNAVAILABLE`) and, when not ready, why; only ready ones with `readyOnly`.
-   */
   repositoryIndex(readyOnly = false): RepositoryIndexEntry[] {
-    return this.repository
-      .all()
-      .filter((m) => !readyOnly || m.ready)
-      .map((m) => {
-        const reason = m.unloaded ? 'unloaded' : m.state === 'UNAVAILABLE' ? (m.loadError?.message ?? 'unavailable') : '';
-        return reason ? { name: m.name, version: m.version, state: m.state, reason } : { name: m.name, version: m.version, state: m.state };
-      });
+    return this.control.index(readyOnly);
   }
 
-  /**
-   * Loads a bound model again after an unload (or a failed load): new instances from its binding, warmup,
-   * READY. A model that is ready already is left as it is. Every version of the name is loaded.
-   */
-  async loadModel(name: string): Promise<void> {
-    this.requireModelControl();
-    if (this.state !== 'running') throw serverStopping();
-    const models = this.repository.versionsOf(name);
-    if (models.length === 0) throw new TritonError('INVALID_ARGUMENT', `failed to load '${name}', failed to poll from model repository`);
-    for (const old of models) {
-      if (old.state === 'READY' || old.state === 'LOADING') continue;
-      if (old.state === 'UNLOADING') throw new TritonError('UNAVAILABLE', `model '${name}' is unloading; load it once it has unloaded`);
-      const options = this.bindings.get(old) as BindOptions;
-      const fresh = buildModel(options, old.name, Number(old.version), this.building);
-      this.bindings.delete(old);
-      this.bindings.set(fresh, options);
-      this.repository.replace(fresh);
-      this.logger.info({ model: name, version: fresh.version }, 'loading model');
-      await fresh.load();
-    }
+  loadModel(name: string): Promise<void> {
+    return this.control.load(name, () => this.state === 'running');
   }
 
-  /**
-   * Unloads every version of a model: new requests are refused at once, the ones in flight finish (for up to
-   * `exitTimeoutSeconds`), then its instances close. With `unloadDependents`, ensembles that call it are
-   * unloaded too.
-   */
-  async unloadModel(name: string, unloadDependents = false): Promise<void> {
-    this.requireModelControl();
-    if (this.state !== 'running') throw serverStopping();
-    const models = this.repository.versionsOf(name);
-    if (models.length === 0) throw new TritonError('INVALID_ARGUMENT', `failed to unload '${name}', no version is available`);
-    const targets = [...models];
-    if (unloadDependents) {
-      for (const [model, options] of this.bindings) {
-        if (isEnsembleSpec(options.inferFunc) && options.inferFunc.steps.some((s) => s.modelName === name)) targets.push(model);
-      }
-    }
-    this.logger.info({ models: targets.map((m) => m.name) }, 'unloading');
-    await Promise.all(targets.map((m) => m.unload(this.config.exitTimeoutSeconds * 1000)));
-  }
-
-  /** Load and unload are served only in `explicit` model control mode; Triton refuses them otherwise, in these words. */
-  private requireModelControl(): void {
-    if (this.config.modelControlMode !== 'explicit') {
-      throw new TritonError('UNAVAILABLE', 'explicit model load / unload is not allowed if polling is enabled');
-    }
+  unloadModel(name: string, unloadDependents = false): Promise<void> {
+    return this.control.unload(name, unloadDependents, () => this.state === 'running');
   }
 
   /** Starts every transport in the background; resolves once they listen. */

@@ -2,17 +2,12 @@ import type { TritonConfig } from '../config/triton-config';
 import type { InferenceRequest, InferenceResponse } from '../model/inference';
 import type { Model } from '../model/model';
 import type { ModelRepository } from '../model/model-repository';
+import type { RepositoryIndexEntry } from '../model/model-control';
+
+export type { RepositoryIndexEntry };
 import type { SharedMemoryManager } from './shared-memory';
 import type { LogSettings } from '../log-settings';
 import type { TraceSettings } from '../trace';
-
-/** One model in the repository index. */
-export interface RepositoryIndexEntry {
-  name: string;
-  version: string;
-  state: string;
-  reason?: string;
-}
 
 /** Server metadata, as `GET /v2` and gRPC ServerMetadata return it. */
 export interface ServerMetadata {
