@@ -1,9 +1,14 @@
-import { TritonError } from './errors';
+import { requestCancelled, TritonError } from './errors';
 
 const NOOP = () => {};
 
 /** The key under which a request carries its Cancellation (the server's requests do; a plain object may not). */
 export const CANCELLATION: unique symbol = Symbol('tstriton.cancellation');
+
+/** A request that carries its Cancellation, as every request the scheduler takes does. */
+export interface Cancellable {
+  readonly [CANCELLATION]: Cancellation;
+}
 
 /** A request's Cancellation, when it carries one: lets code follow an abort without making an AbortSignal. */
 export function cancellationOf(request: object): Cancellation | undefined {
@@ -24,7 +29,7 @@ export class Cancellation {
   private controller: AbortController | undefined;
 
   /** Cancels with `reason` (a TritonError; CANCELLED by default); later calls do nothing. */
-  abort(reason: unknown = new TritonError('CANCELLED', 'request cancelled')): void {
+  abort(reason: unknown = requestCancelled()): void {
     if (this.aborted) return;
     this.aborted = true;
     this.reason = reason;
@@ -85,5 +90,10 @@ export class Cancellation {
 }
 
 function reasonOf(signal: AbortSignal): TritonError {
-  return signal.reason instanceof TritonError ? signal.reason : new TritonError('CANCELLED', 'request cancelled');
+  return cancelledError(signal.reason);
+}
+
+/** The error a cancelled request fails with: the abort reason when it is a TritonError, else CANCELLED. */
+export function cancelledError(reason: unknown): TritonError {
+  return reason instanceof TritonError ? reason : requestCancelled();
 }

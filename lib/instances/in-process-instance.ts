@@ -36,10 +36,10 @@ export class InProcessInstance implements Instance {
     return this.loaded !== undefined && this.state !== 'closing' && this.state !== 'closed';
   }
 
-  /** Builds the callable if it needs the context, then awaits the object's `initialize(context)`. */
   /** Given to the callable with each batch, so decorators can read the model and instance. */
   private context: InstanceContext | undefined;
 
+  /** Builds the callable if it needs the context, then awaits the object's `initialize(context)`. */
   async start(context: InstanceContext): Promise<void> {
     this.context = context;
     if (this.state !== 'new') throw new TritonError('INTERNAL', `instance ${this.name}: start() called twice`);

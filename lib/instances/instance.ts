@@ -1,3 +1,4 @@
+import { TritonError } from '../errors';
 import type { Request, Response, StreamItem } from '../callable';
 import type { Device, InstanceContext } from '../instance-context';
 
@@ -58,6 +59,6 @@ export interface HealthEvent {
 export function parseDevice(spec: string | Device): Device {
   if (typeof spec !== 'string') return spec;
   const m = /^(cpu|gpu|cuda)(?::(\d+))?$/.exec(spec.trim().toLowerCase());
-  if (!m) throw new RangeError(`invalid device "${spec}": expected cpu, gpu, gpu:N or cuda:N`);
+  if (!m) throw new TritonError('INVALID_CONFIG', `invalid device "${spec}": expected cpu, gpu, gpu:N or cuda:N`);
   return { kind: m[1] === 'cpu' ? 'cpu' : 'gpu', id: m[2] === undefined ? 0 : Number(m[2]) };
 }

@@ -1,6 +1,5 @@
 import type { Worker } from 'node:worker_threads';
 import type { Request, Response, StreamItem } from '../callable';
-import { NEVER_ABORTED } from '../callable-marks';
 import { cancellationOf } from '../cancellation';
 import { TritonError } from '../errors';
 import { checkResponses } from './instance-errors';
@@ -170,19 +169,14 @@ export class WorkerChannel {
     for (const b of this.takeInFlight()) b.reject(err);
   }
 
-  /** Signals cannot cross threads: forwards each request's abort as a message to the worker's own Cancellation. */
+  /**
+   * Signals cannot cross threads: forwards each request's abort as a message to the worker's own Cancellation.
+   * A request without a Cancellation (a warmup request) is never aborted.
+   */
   private forwardAborts(worker: Worker, id: number, requests: readonly Request[], listeners: (() => void)[]): void {
     requests.forEach((r, index) => {
-      const notify = (reason: unknown) => worker.postMessage({ type: 'abort', id, index, reason: serializeError(reason) } satisfies ToWorker);
       const c = cancellationOf(r);
-      if (c) {
-        if (!c.aborted) listeners.push(c.onAbort(() => notify(c.reason)));
-        return;
-      }
-      if (r.signal === NEVER_ABORTED || r.signal.aborted) return;
-      const onAbort = () => notify(r.signal.reason);
-      r.signal.addEventListener('abort', onAbort, { once: true });
-      listeners.push(() => r.signal.removeEventListener('abort', onAbort));
+      if (c && !c.aborted) listeners.push(c.onAbort(() => worker.postMessage({ type: 'abort', id, index, reason: serializeError(c.reason) } satisfies ToWorker)));
     });
   }
 

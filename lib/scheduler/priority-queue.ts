@@ -26,11 +26,9 @@ export interface Pending {
   readonly enqueuedAt: number;
   resolve(value: unknown): void;
   reject(err: unknown): void;
-  /** Stops listening for the request's signal (requests without a Cancellation). */
-  offAbort: (() => void) | undefined;
-  /** The request's cancellation and the listener this entry added to it. */
-  cancellation?: Cancellation;
-  onAbort?: () => void;
+  /** The request's cancellation and the listener this entry added to it while it waits. */
+  readonly cancellation: Cancellation;
+  onAbort: (() => void) | undefined;
   timer: NodeJS.Timeout | undefined;
   settled: boolean;
   /** The response stream of a decoupled request. */

@@ -1,12 +1,11 @@
-import { TritonError, toTritonError } from '../errors';
+import { requestCancelled, TritonError, toTritonError } from '../errors';
 import type { Request, Response } from '../callable';
-import { NEVER_ABORTED } from '../callable-marks';
 import { inService, type Instance } from '../instances/instance';
 import { BatchNotStarted } from '../instances/instance-errors';
 import { PriorityQueue, type QueuePolicyOptions, type Pending } from './priority-queue';
 import { ResponseStream } from './response-stream';
 import { runStreamBatch } from './stream-execution';
-import type { Cancellation } from '../cancellation';
+import { CANCELLATION, cancelledError, type Cancellable } from '../cancellation';
 
 /** Scheduler settings, derived from the model config. */
 export interface SchedulerOptions {
@@ -28,8 +27,6 @@ export interface SchedulerOptions {
   defaultQueuePolicy?: QueuePolicyOptions;
   /** Queue policy per level. */
   priorityQueuePolicy?: Readonly<Record<number, QueuePolicyOptions>>;
-  /** Most requests waiting (default policy's maxQueueSize); kept for callers that set only this. */
-  maxQueueSize?: number;
 }
 
 /** Per-request placement options. */
@@ -38,8 +35,6 @@ export interface EnqueueOptions {
   priority?: number;
   /** Queue timeout override in µs (applies when the level allows overrides). */
   timeoutMicroseconds?: number;
-  /** The request's cancellation; when absent, `request.signal` is followed. */
-  cancellation?: Cancellation;
 }
 
 /** A request's result together with where its time went. */
@@ -70,8 +65,6 @@ export interface SchedulerHooks {
   onExecutionError?(err: unknown, instance: Instance): void;
   /** Called after every execution. */
   onExecution?(record: ExecutionRecord): void;
-  /** Called when a queued request leaves the queue without running (timeout, cancel, forced stop). */
-  onDropped?(reason: 'REJECTED' | 'CANCELED' | 'OTHER'): void;
   /** The error queued requests fail with once no instance is in service: none healthy, none coming back. */
   outOfService?(): TritonError;
 }
@@ -94,7 +87,6 @@ export class Scheduler<T = Response> {
   private readonly running = new Map<Instance, number>();
   private delayTimer: NodeJS.Timeout | undefined;
   private executing = 0;
-  private drainWaiters: (() => void)[] = [];
   private nextSeq = 0;
   private deliverSeq = 0;
   private readonly held = new Map<number, () => void>();
@@ -106,12 +98,10 @@ export class Scheduler<T = Response> {
     private readonly hooks: SchedulerHooks = {},
   ) {
     this.instances = [...instances];
-    const defaultPolicy = { ...options.defaultQueuePolicy };
-    if (options.maxQueueSize !== undefined && defaultPolicy.maxQueueSize === undefined) defaultPolicy.maxQueueSize = options.maxQueueSize;
     this.queue = new PriorityQueue(
       options.priorityLevels ?? 0,
       options.defaultPriorityLevel ?? 0,
-      defaultPolicy,
+      options.defaultQueuePolicy ?? {},
       options.priorityQueuePolicy ?? {},
       (p, reason) => this.drop(p, reason),
     );
@@ -127,13 +117,16 @@ export class Scheduler<T = Response> {
     return this.pendingCount + this.executing;
   }
 
-  /** Queues a request; resolves once its batch has run and its response has been finalized. */
-  enqueue(request: Request, rows: number, batchKey: string, options: EnqueueOptions = {}): Promise<Scheduled<T>> {
+  /**
+   * Queues a request; resolves once its batch has run and its response has been finalized. Its Cancellation
+   * takes it out of the queue while it waits.
+   */
+  enqueue(request: Request & Cancellable, rows: number, batchKey: string, options: EnqueueOptions = {}): Promise<Scheduled<T>> {
     return new Promise<Scheduled<T>>((resolve, reject) => this.enqueueEntry(request, rows, batchKey, options, resolve as (v: unknown) => void, reject));
   }
 
   private enqueueEntry(
-    request: Request,
+    request: Request & Cancellable,
     rows: number,
     batchKey: string,
     options: EnqueueOptions,
@@ -141,26 +134,19 @@ export class Scheduler<T = Response> {
     reject: (err: unknown) => void,
     stream?: ResponseStream<T>,
   ): void {
-    const entry: Pending = { request, rows, batchKey, enqueuedAt: now(), resolve, reject, offAbort: undefined, cancellation: undefined, onAbort: undefined, timer: undefined, settled: false, stream };
-    const c = options.cancellation;
-    if (c ? c.aborted : request.signal.aborted) return reject(c ? abortReason(c.reason) : abortError(request.signal));
+    const cancellation = request[CANCELLATION];
+    if (cancellation.aborted) return reject(cancelledError(cancellation.reason));
+    const entry: Pending = { request, rows, batchKey, enqueuedAt: now(), resolve, reject, cancellation, onAbort: undefined, timer: undefined, settled: false, stream };
     try {
       this.queue.push(entry, options.priority ?? 0, options.timeoutMicroseconds ?? 0);
     } catch (err) {
       return reject(err);
     }
     const onAbort = () => {
-      if (this.queue.remove(entry)) this.drop(entry, 'CANCELED', c ? abortReason(c.reason) : abortError(request.signal));
+      if (this.queue.remove(entry)) this.drop(entry, 'CANCELED', cancelledError(cancellation.reason));
     };
-    if (c) {
-      entry.cancellation = c;
-      entry.onAbort = onAbort;
-      c.listen(onAbort);
-    }
-    else if (request.signal !== NEVER_ABORTED) {
-      request.signal.addEventListener('abort', onAbort, { once: true });
-      entry.offAbort = () => request.signal.removeEventListener('abort', onAbort);
-    }
+    entry.onAbort = onAbort;
+    cancellation.listen(onAbort);
     this.schedule();
   }
 
@@ -168,25 +154,15 @@ export class Scheduler<T = Response> {
    * Queues a request of a decoupled model; returns its response stream at once. Queue errors (full,
    * timeout, cancel) arrive as the stream's error. `highWaterMark` bounds the unread responses.
    */
-  enqueueStream(request: Request, rows: number, batchKey: string, options: EnqueueOptions = {}, highWaterMark = 16): ResponseStream<T> {
+  enqueueStream(request: Request & Cancellable, rows: number, batchKey: string, options: EnqueueOptions = {}, highWaterMark = 16): ResponseStream<T> {
     const stream = new ResponseStream<T>(highWaterMark);
     this.enqueueEntry(request, rows, batchKey, options, () => undefined, (err) => stream.fail(err), stream);
     return stream;
   }
 
-  /** Resolves once nothing is queued or executing. */
-  drained(): Promise<void> {
-    if (this.outstanding === 0) return Promise.resolve();
-    return new Promise((resolve) => this.drainWaiters.push(resolve));
-  }
-
   /** Fails every queued request (a forced stop, or no instance left in service). */
   rejectAll(err: TritonError): void {
-    for (const p of this.queue.removeAll()) {
-      this.hooks.onDropped?.('OTHER');
-      this.settle(p, err);
-    }
-    this.notifyDrained();
+    for (const p of this.queue.removeAll()) this.settle(p, err);
   }
 
   /**
@@ -198,9 +174,7 @@ export class Scheduler<T = Response> {
   }
 
   private drop(p: Pending, reason: 'REJECTED' | 'CANCELED', error?: TritonError): void {
-    this.hooks.onDropped?.(reason);
-    this.settle(p, error ?? (reason === 'CANCELED' ? new TritonError('CANCELLED', 'request cancelled') : new TritonError('UNAVAILABLE', 'Request timeout expired')));
-    this.notifyDrained();
+    this.settle(p, error ?? (reason === 'CANCELED' ? requestCancelled() : new TritonError('UNAVAILABLE', 'Request timeout expired')));
   }
 
   private schedule(): void {
@@ -360,7 +334,6 @@ export class Scheduler<T = Response> {
     if (this.options.preserveOrdering) this.deliverInOrder(seq, () => this.deliver(batch, values, errors, start, record));
     else this.deliver(batch, values, errors, start, record);
     this.schedule();
-    this.notifyDrained();
   }
 
   private deliver(batch: Pending[], values: (T | undefined)[], errors: unknown[], start: number, record: ExecutionRecord): void {
@@ -390,7 +363,6 @@ export class Scheduler<T = Response> {
     if (this.options.preserveOrdering) this.deliverInOrder(seq, () => {});
     this.queue.returnToFront(batch.filter((p) => !p.settled));
     this.schedule();
-    this.notifyDrained();
   }
 
   /** Runs a decoupled batch (see stream-execution.ts), then records it and settles its requests. */
@@ -408,7 +380,6 @@ export class Scheduler<T = Response> {
     this.executing -= batch.length;
     this.running.set(instance, (this.running.get(instance) ?? 1) - 1);
     this.schedule();
-    this.notifyDrained();
   }
 
   /** Delivers executions' results in the order their batches were formed. */
@@ -423,26 +394,9 @@ export class Scheduler<T = Response> {
   private settle(p: Pending, err: unknown, value?: Scheduled<T>): void {
     if (p.settled) return;
     p.settled = true;
-    if (p.cancellation) p.cancellation.unlisten(p.onAbort as () => void);
-    else p.offAbort?.();
+    if (p.onAbort) p.cancellation.unlisten(p.onAbort);
     if (p.timer) clearTimeout(p.timer);
     if (err !== undefined) p.reject(err);
     else p.resolve(value);
   }
-
-  private notifyDrained(): void {
-    if (this.outstanding !== 0 || this.drainWaiters.length === 0) return;
-    const waiters = this.drainWaiters;
-    this.drainWaiters = [];
-    for (const w of waiters) w();
-  }
-}
-
-/** The error a request whose signal fired fails with: the signal's TritonError reason, or CANCELLED. */
-export function abortError(signal: AbortSignal): TritonError {
-  return abortReason(signal.reason);
-}
-
-function abortReason(reason: unknown): TritonError {
-  return reason instanceof TritonError ? reason : new TritonError('CANCELLED', 'request cancelled');
 }

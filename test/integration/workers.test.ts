@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { BroadcastChannel, threadId } from 'node:worker_threads';
 import type { Request, Response } from '../../lib/callable';
 import { NEVER_ABORTED } from '../../lib/callable-marks';
+import { Cancellation, CANCELLATION } from '../../lib/cancellation';
 import { TritonError, UnrecoverableError } from '../../lib/errors';
 import type { Device, HealthEvent, Instance, InstanceContext } from '../../lib/instances/instance';
 import { WorkerInstance } from '../../lib/instances/worker-instance';
@@ -38,11 +39,19 @@ async function startWorker(opts: { module?: string; exportName?: string; name?: 
   return instance;
 }
 
-function req(inputs: Record<string, Tensor> = {}, parameters: Record<string, string> = {}, signal: AbortSignal = NEVER_ABORTED): Request {
-  return { inputs, parameters, requestedOutputs: [], id: 'r', signal };
+function req(inputs: Record<string, Tensor> = {}, parameters: Record<string, string> = {}, cancellation?: Cancellation): Request {
+  const request: Request = { inputs, parameters, requestedOutputs: [], id: 'r', signal: cancellation?.signal ?? NEVER_ABORTED };
+  return cancellation ? ({ ...request, [CANCELLATION]: cancellation } as Request) : request;
 }
 
-const act = (action: string, signal?: AbortSignal) => req({}, { action }, signal);
+const act = (action: string, cancellation?: Cancellation) => req({}, { action }, cancellation);
+
+/** A Cancellation aborted with `reason`. */
+const aborted = (reason: Error) => {
+  const c = new Cancellation();
+  c.abort(reason);
+  return c;
+};
 
 /** The worker's thread id, which every echo response carries. */
 const threadOf = (r: Response) => ((r.thread as Tensor).data as Int32Array)[0];
@@ -129,8 +138,8 @@ describe('worker instances', () => {
 
   it('keeps other instances’ batches running when one worker crashes, and forwards aborts', async () => {
     const [a, b] = await Promise.all([startWorker({ name: 'm_0' }), startWorker({ name: 'm_1' })]);
-    const controller = new AbortController();
-    const slow = b.execute([act('wait-abort', controller.signal)]);
+    const controller = new Cancellation();
+    const slow = b.execute([act('wait-abort', controller)]);
     await expect(a.execute([act('exit')])).rejects.toThrow(/instance m_0: the worker thread exited with code 1/);
     expect(b.healthy).toBe(true);
     controller.abort(new Error('client went away'));
@@ -140,7 +149,7 @@ describe('worker instances', () => {
 
   it('gives a request aborted before its batch an already aborted signal in the worker', async () => {
     const instance = await startWorker();
-    const [response] = await instance.execute([act('wait-abort', AbortSignal.abort(new Error('too late')))]);
+    const [response] = await instance.execute([act('wait-abort', aborted(new Error('too late')))]);
     expect(text(response!, 's')).toEqual(['aborted: too late']);
   });
 
@@ -242,8 +251,8 @@ describe('worker instances', () => {
 
   it('lets close() wait for the batch in flight', async () => {
     const instance = await startWorker();
-    const controller = new AbortController();
-    const inFlight = instance.execute([act('wait-abort', controller.signal)]);
+    const controller = new Cancellation();
+    const inFlight = instance.execute([act('wait-abort', controller)]);
     const closed = instance.close();
     expect(instance.healthy).toBe(false);
     controller.abort(new Error('done'));

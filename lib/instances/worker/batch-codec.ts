@@ -38,9 +38,10 @@ export function encodeRequests(requests: readonly Request[], copyAll = false): E
     if (parameters === undefined && hasKeys(r.parameters)) parameters = requests.map((q) => q.parameters);
     if (ids === undefined && r.id !== '') ids = requests.map((q) => q.id);
     if (!outputsVary && first && !sameList(r.requestedOutputs, first.requestedOutputs)) outputsVary = true;
+    // A request without a Cancellation (a warmup request) cannot be aborted.
     const c = cancellationOf(r);
-    if (c ? c.aborted : r.signal.aborted) aborted.push({ index, reason: serializeError(c ? c.reason : r.signal.reason) });
-    else if (c || r.signal !== NEVER_ABORTED) live.push(index);
+    if (c?.aborted) aborted.push({ index, reason: serializeError(c.reason) });
+    else if (c) live.push(index);
   });
   const value: WireBatch = {
     count: requests.length,

@@ -182,12 +182,12 @@ describe('encodeRequests / decodeRequests', () => {
   });
 
   it('gives the worker a Cancellation for each request that can still be aborted, and aborted ones aborted', () => {
-    const live = new AbortController();
-    const gone = new AbortController();
+    const live = new Cancellation();
+    const gone = new Cancellation();
     gone.abort(new Error('client went away'));
     const serverSide = new Cancellation();
     const withCancellation = { ...request({}), [CANCELLATION]: serverSide };
-    const wire = send(encodeRequests([request({}), request({}, live.signal), request({}, gone.signal), withCancellation]));
+    const wire = send(encodeRequests([request({}), { ...request({}), [CANCELLATION]: live }, { ...request({}), [CANCELLATION]: gone }, withCancellation]));
     expect(wire.live).toEqual([1, 3]);
     const { requests, cancellations } = decodeRequests(wire);
     expect(cancellations[0]).toBeUndefined();

@@ -1,4 +1,5 @@
 import type { Request, Response } from '../../../lib/callable';
+import { Cancellation, CANCELLATION, type Cancellable } from '../../../lib/cancellation';
 import { TritonError } from '../../../lib/errors';
 import type { Instance } from '../../../lib/instances/instance';
 import { BatchNotStarted } from '../../../lib/instances/instance-errors';
@@ -43,8 +44,17 @@ class PrefetchingInstance extends GatedInstance {
   }
 }
 
-function req(id: string, signal = new AbortController().signal): Request {
-  return { inputs: {}, parameters: {}, requestedOutputs: [], id, signal };
+function req(id: string, cancellation = new Cancellation()): Request & Cancellable {
+  return {
+    inputs: {},
+    parameters: {},
+    requestedOutputs: [],
+    id,
+    [CANCELLATION]: cancellation,
+    get signal() {
+      return cancellation.signal;
+    },
+  };
 }
 
 const options = (o: Partial<SchedulerOptions> = {}): SchedulerOptions => ({
@@ -52,7 +62,6 @@ const options = (o: Partial<SchedulerOptions> = {}): SchedulerOptions => ({
   dynamicBatching: true,
   maxQueueDelayMicroseconds: 0,
   preferredBatchSize: [],
-  maxQueueSize: 0,
   ...o,
 });
 
@@ -115,7 +124,7 @@ describe('Scheduler', () => {
 
   it('rejects beyond maxQueueSize with UNAVAILABLE', async () => {
     const inst = new GatedInstance('i0');
-    const s = new Scheduler([inst], options({ maxQueueSize: 1 }));
+    const s = new Scheduler([inst], options({ defaultQueuePolicy: { maxQueueSize: 1 } }));
     const running = s.enqueue(req('running'), 1, 'k');
     const queued = s.enqueue(req('queued'), 1, 'k');
     await expect(s.enqueue(req('excess'), 1, 'k')).rejects.toMatchObject({ code: 'UNAVAILABLE', message: 'Exceeds maximum queue size' });
@@ -152,10 +161,10 @@ describe('Scheduler', () => {
     const inst = new GatedInstance('i0');
     const s = new Scheduler([inst], options());
     const running = s.enqueue(req('running'), 1, 'k');
-    const ac = new AbortController();
-    const cancelled = s.enqueue(req('gone', ac.signal), 1, 'k');
+    const cancellation = new Cancellation();
+    const cancelled = s.enqueue(req('gone', cancellation), 1, 'k');
     expect(s.pendingCount).toBe(1);
-    ac.abort();
+    cancellation.abort();
     await expect(cancelled).rejects.toMatchObject({ code: 'CANCELLED' });
     expect(s.pendingCount).toBe(0);
     inst.release();
@@ -270,7 +279,6 @@ describe('Scheduler', () => {
       s.wake();
       for (const r of p) await expect(r).rejects.toMatchObject({ code: 'MODEL_NOT_READY', message: 'the instance gave up' });
       expect(s.outstanding).toBe(0);
-      await s.drained();
 
       // Without the hook: UNAVAILABLE, saying why.
       const bare = new Scheduler([inst], options());
