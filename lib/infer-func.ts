@@ -88,13 +88,6 @@ export function resolveCallable(entry: unknown, modelName: string): InferCallabl
   return (method as InferCallable).bind(entry);
 }
 
-/** Normalises `inferFunc` into one raw callable per instance. */
-export function resolveCallables(inferFunc: InferFunc, modelName: string): InferCallable[] {
-  const entries = Array.isArray(inferFunc) ? inferFunc : [inferFunc];
-  if (entries.length === 0) throw new TritonError('INVALID_CONFIG', `model '${modelName}': inferFunc list is empty`);
-  return entries.map((e) => resolveCallable(e, modelName));
-}
-
 /**
  * Resolves an entry that needs no context (a function or an object) into its callable and the object's
  * `initialize`/`finalize` hooks. Classes and factories are rejected: use `buildCallable` for them.
