@@ -5,7 +5,10 @@ import { BatchNotStarted } from '../instances/instance-errors';
 import { PriorityQueue, type QueuePolicyOptions, type Pending } from './priority-queue';
 import { ResponseStream } from './response-stream';
 import { runStreamBatch } from './stream-execution';
+import type { ExecutionRecord, Scheduled } from './execution-record';
 import { CANCELLATION, cancelledError, type Cancellable } from '../cancellation';
+
+export type { ExecutionRecord, Scheduled } from './execution-record';
 
 /** Scheduler settings, derived from the model config. */
 export interface SchedulerOptions {
@@ -35,28 +38,6 @@ export interface EnqueueOptions {
   priority?: number;
   /** Queue timeout override in µs (applies when the level allows overrides). */
   timeoutMicroseconds?: number;
-}
-
-/** A request's result together with where its time went. */
-export interface Scheduled<T> {
-  readonly value: T;
-  readonly queueNs: number;
-  readonly computeInputNs: number;
-  readonly computeInferNs: number;
-  readonly computeOutputNs: number;
-  /** Rows of the execution the request ran in. */
-  readonly batchRows: number;
-}
-
-/** One execution, for statistics. */
-export interface ExecutionRecord {
-  readonly rows: number;
-  readonly requests: number;
-  readonly computeInputNs: number;
-  readonly computeInferNs: number;
-  readonly computeOutputNs: number;
-  readonly instance: Instance;
-  readonly failed: boolean;
 }
 
 /** Observer of executions, for statistics and failure handling. */
@@ -329,8 +310,7 @@ export class Scheduler<T = Response> {
       failed,
     };
     this.hooks.onExecution?.(record);
-    this.executing -= batch.length;
-    this.running.set(instance, (this.running.get(instance) ?? 1) - 1);
+    this.finished(instance, batch);
     if (this.options.preserveOrdering) this.deliverInOrder(seq, () => this.deliver(batch, values, errors, start, record));
     else this.deliver(batch, values, errors, start, record);
     this.schedule();
@@ -357,8 +337,7 @@ export class Scheduler<T = Response> {
 
   /** Queues again, at the front, the requests of a batch its instance accepted but never started. */
   private requeue(instance: Instance, batch: Pending[], seq: number): void {
-    this.executing -= batch.length;
-    this.running.set(instance, (this.running.get(instance) ?? 1) - 1);
+    this.finished(instance, batch);
     // Its place in the delivery order is given up; the requests get a new one when they run.
     if (this.options.preserveOrdering) this.deliverInOrder(seq, () => {});
     this.queue.returnToFront(batch.filter((p) => !p.settled));
@@ -377,9 +356,14 @@ export class Scheduler<T = Response> {
     for (const p of batch) {
       this.settle(p, undefined, { value: undefined as T, queueNs: ms2ns(start - p.enqueuedAt), computeInputNs: 0, computeInferNs: ms2ns(end - start), computeOutputNs: 0, batchRows: rows });
     }
+    this.finished(instance, batch);
+    this.schedule();
+  }
+
+  /** An execution of `batch` on `instance` ended: its requests no longer count as executing. */
+  private finished(instance: Instance, batch: readonly Pending[]): void {
     this.executing -= batch.length;
     this.running.set(instance, (this.running.get(instance) ?? 1) - 1);
-    this.schedule();
   }
 
   /** Delivers executions' results in the order their batches were formed. */
