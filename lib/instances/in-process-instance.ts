@@ -1,5 +1,5 @@
 import { TritonError } from '../errors';
-import type { InferCallable, Request, Response, StreamItem } from '../callable';
+import { type InferCallable, type Request, type Response, type StreamItem, isAsyncIterable } from '../callable';
 import { buildCallable, loadCallable, needsContext, type InstanceTarget, type LoadedCallable } from '../infer-func';
 import { HealthListeners } from './health-listeners';
 import type { Device, HealthEvent, Instance, InstanceContext } from './instance';
@@ -64,7 +64,7 @@ export class InProcessInstance implements Instance {
       return Promise.reject(err);
     }
     const check = (value: Response[] | AsyncIterable<StreamItem>): Response[] => {
-      if (isAsyncIterable(value)) {
+      if (isAsyncIterable<StreamItem>(value)) {
         throw new TritonError('INFERENCE_FAILED', `instance ${this.name}: the callable streams responses, which only a decoupled model can answer`);
       }
       return checkResponses(value, requests.length, this.name);
@@ -75,7 +75,7 @@ export class InProcessInstance implements Instance {
   /** Streams a decoupled batch: the callable's items as they come, or one final response per request. */
   async *stream(requests: Request[]): AsyncIterable<StreamItem> {
     const result = await this.call(requests);
-    if (isAsyncIterable(result)) {
+    if (isAsyncIterable<StreamItem>(result)) {
       yield* result;
       return;
     }
@@ -114,9 +114,6 @@ export class InProcessInstance implements Instance {
   }
 }
 
-function isAsyncIterable(value: unknown): value is AsyncIterable<StreamItem> {
-  return typeof value === 'object' && value !== null && Symbol.asyncIterator in value;
-}
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function';

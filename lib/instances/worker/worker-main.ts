@@ -5,16 +5,13 @@
  * over its ParentChannel.
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
-import type { Request, Response, StreamItem } from '../../callable';
+import { type Request, type Response, type StreamItem, isAsyncIterable } from '../../callable';
 import { buildCallable, type LoadedCallable } from '../../infer-func';
 import { serializeError } from './error-transfer';
 import { loadExport } from './load-export';
 import type { WorkerInit } from './messages';
 import { ParentChannel } from './parent-channel';
 
-function isAsyncIterable(value: unknown): value is AsyncIterable<StreamItem> {
-  return typeof value === 'object' && value !== null && typeof (value as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === 'function';
-}
 
 async function main(port: MessagePort, init: WorkerInit): Promise<void> {
   const channel = new ParentChannel(port);
@@ -46,7 +43,7 @@ async function main(port: MessagePort, init: WorkerInit): Promise<void> {
     const send = channel.openStream(id);
     try {
       const result = (await loaded.callable(requests, init.context)) as unknown;
-      if (isAsyncIterable(result)) {
+      if (isAsyncIterable<StreamItem>(result)) {
         for await (const item of result) if (!(await send(item))) break;
       } else if (Array.isArray(result)) {
         for (let index = 0; index < result.length; index++) if (!(await send({ index, response: result[index] as Response, final: true }))) break;
