@@ -1,6 +1,6 @@
 import { MOVABLE_BUFFER, type Request } from '../callable';
-import { CANCELLATION, type Cancellation } from '../cancellation';
-import { TritonError, requestCancelled } from '../errors';
+import { CANCELLATION, cancelledError, type Cancellation } from '../cancellation';
+import { TritonError } from '../errors';
 import { MAX_TIMER_MS } from '../scheduler/priority-queue';
 import type { EnqueueOptions } from '../scheduler/scheduler';
 import type { InferenceRequest } from './inference';
@@ -31,10 +31,6 @@ export class ScheduledRequest implements Request {
   get signal(): AbortSignal {
     return this[CANCELLATION].signal;
   }
-}
-
-function cancelReason(reason: unknown): TritonError {
-  return reason instanceof TritonError ? reason : requestCancelled();
 }
 
 /**
@@ -91,13 +87,13 @@ export class RequestJob implements EnqueueOptions {
 
   /** A request whose client left (or whose deadline passed) fails even if its callable finished. */
   throwIfCancelled(): void {
-    if (this.cancellation.aborted) throw cancelReason(this.cancellation.reason);
+    if (this.cancellation.aborted) throw cancelledError(this.cancellation.reason);
   }
 
   /** A client that went away explains the failure better than what its abort caused downstream. */
   error(err: unknown): unknown {
     const { aborted, reason } = this.cancellation;
-    return aborted && (reason as TritonError | undefined)?.code === 'CANCELLED' ? cancelReason(reason) : err;
+    return aborted && (reason as TritonError | undefined)?.code === 'CANCELLED' ? cancelledError(reason) : err;
   }
 
   release(): void {
