@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Triton, TritonError, tensor, type TritonConfigInit } from 'tstriton';
+import { Triton, TritonError, type TritonConfigInit } from 'tstriton';
 import { ClientError, ModelClient, type ModelClientOptions } from 'tstriton/client';
-import { batch } from 'tstriton/decorators';
 import { makeTestCertificates, type TestCertificates } from '../helpers/certificates';
+import { bindAddSub } from '../../examples/add-sub/model';
 
 jest.setTimeout(30_000);
 
@@ -48,23 +48,7 @@ function tlsConfig(mutual: boolean): TritonConfigInit {
 
 async function start(config: TritonConfigInit): Promise<string> {
   triton = new Triton({ ...BASE, ...config });
-  triton.bind({
-    modelName: 'add_sub',
-    inferFunc: batch(async (inputs) => {
-      const a = inputs.a!.data as Float32Array;
-      const b = inputs.b!.data as Float32Array;
-      return { add: tensor('FP32', inputs.a!.shape, a.map((v, i) => v + b[i]!)), sub: tensor('FP32', inputs.a!.shape, a.map((v, i) => v - b[i]!)) };
-    }),
-    inputs: [
-      { name: 'a', dtype: 'FP32', shape: [-1] },
-      { name: 'b', dtype: 'FP32', shape: [-1] },
-    ],
-    outputs: [
-      { name: 'add', dtype: 'FP32', shape: [-1] },
-      { name: 'sub', dtype: 'FP32', shape: [-1] },
-    ],
-    config: { maxBatchSize: 8 },
-  });
+  bindAddSub(triton);
   await triton.run();
   return `127.0.0.1:${triton.ports.grpc}`;
 }

@@ -3,8 +3,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Triton, TritonConfig, tensor, type TritonConfigInit } from 'tstriton';
 import { ClientError, ModelClient, type ClientTlsOptions } from 'tstriton/client';
-import { batch } from 'tstriton/decorators';
 import { makeTestCertificates, type TestCertificates } from '../helpers/certificates';
+import { bindAddSub } from '../../examples/add-sub/model';
 
 // HTTPS (`httpUseSsl`) and mutual TLS on the HTTP endpoint, with certificates the openssl CLI makes.
 jest.setTimeout(30_000);
@@ -42,23 +42,7 @@ const BASE: TritonConfigInit = { httpPort: 0, httpAddress: '127.0.0.1', allowGrp
 
 async function start(config: TritonConfigInit | TritonConfig): Promise<number> {
   triton = new Triton(config instanceof TritonConfig ? config : { ...BASE, ...config });
-  triton.bind({
-    modelName: 'add_sub',
-    inferFunc: batch(async (inputs) => {
-      const a = inputs.a!.data as Float32Array;
-      const b = inputs.b!.data as Float32Array;
-      return { add: tensor('FP32', inputs.a!.shape, a.map((v, i) => v + b[i]!)), sub: tensor('FP32', inputs.a!.shape, a.map((v, i) => v - b[i]!)) };
-    }),
-    inputs: [
-      { name: 'a', dtype: 'FP32', shape: [-1] },
-      { name: 'b', dtype: 'FP32', shape: [-1] },
-    ],
-    outputs: [
-      { name: 'add', dtype: 'FP32', shape: [-1] },
-      { name: 'sub', dtype: 'FP32', shape: [-1] },
-    ],
-    config: { maxBatchSize: 8 },
-  });
+  bindAddSub(triton);
   await triton.run();
   return triton.ports.http as number;
 }
