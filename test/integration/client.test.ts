@@ -6,6 +6,7 @@ import { ClientError, ModelClient } from 'tstriton/client';
 import { batch, sample } from 'tstriton/decorators';
 import { loadProtos } from '../../lib/protocol/protos';
 import { Gate } from '../helpers/gate';
+import { rejectionOf } from '../helpers/caught';
 
 
 const BASE: TritonConfigInit = {
@@ -89,13 +90,9 @@ function client(protocol: 'http' | 'grpc', model: string, options?: ConstructorP
 }
 
 async function failure(p: Promise<unknown>): Promise<ClientError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(ClientError);
-    return err as ClientError;
-  }
-  throw new Error('expected the call to fail');
+  const err = await rejectionOf<ClientError>(p);
+  expect(err).toBeInstanceOf(ClientError);
+  return err;
 }
 
 afterEach(async () => {

@@ -8,6 +8,7 @@ import * as grpc from '@grpc/grpc-js';
 import { Triton, type Request, type Response, type TritonConfigInit } from 'tstriton';
 import { loadProtos } from '../../lib/protocol/protos';
 import type { ModelInferRequestMessage, ModelInferResponseMessage, ModelStreamInferResponseMessage } from '../../lib/protocol/messages';
+import { rejectionOf } from '../helpers/caught';
 
 jest.setTimeout(60_000);
 
@@ -109,14 +110,7 @@ function resetPeakRss(pid: number): void {
   }
 }
 
-async function rejection(p: Promise<unknown>): Promise<grpc.ServiceError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as grpc.ServiceError;
-  }
-  throw new Error('expected the call to fail');
-}
+const rejection = (p: Promise<unknown>): Promise<grpc.ServiceError> => rejectionOf<grpc.ServiceError>(p);
 
 // ---- a compressed message that inflates past the receive limit -----------------------------------
 

@@ -10,6 +10,7 @@ import type {
   ModelStreamInferResponseMessage,
 } from '../../lib/protocol/messages';
 import { Gate } from '../helpers/gate';
+import { rejectionOf } from '../helpers/caught';
 
 // ---- helpers -------------------------------------------------------------------------------------
 
@@ -136,14 +137,7 @@ function fp32Request(model: string, values: number[], extra: Partial<ModelInferR
   };
 }
 
-async function rejection(p: Promise<unknown>): Promise<grpc.ServiceError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as grpc.ServiceError;
-  }
-  throw new Error('expected the call to fail');
-}
+const rejection = (p: Promise<unknown>): Promise<grpc.ServiceError> => rejectionOf<grpc.ServiceError>(p);
 
 // ---- suite ---------------------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ import { Triton, TritonError, type TritonConfigInit } from 'tstriton';
 import { ClientError, ModelClient, type ModelClientOptions } from 'tstriton/client';
 import { makeTestCertificates, type TestCertificates } from '../helpers/certificates';
 import { bindAddSub } from '../../examples/add-sub/model';
+import { rejectionOf } from '../helpers/caught';
 
 jest.setTimeout(30_000);
 
@@ -66,13 +67,9 @@ async function addSub(c: ModelClient): Promise<number[]> {
 }
 
 async function failure(p: Promise<unknown>): Promise<ClientError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(ClientError);
-    return err as ClientError;
-  }
-  throw new Error('expected the call to fail');
+  const err = await rejectionOf<ClientError>(p);
+  expect(err).toBeInstanceOf(ClientError);
+  return err;
 }
 
 afterEach(async () => {

@@ -5,6 +5,7 @@ import { Triton, TritonConfig, tensor, type TritonConfigInit } from 'tstriton';
 import { ClientError, ModelClient, type ClientTlsOptions } from 'tstriton/client';
 import { makeTestCertificates, type TestCertificates } from '../helpers/certificates';
 import { bindAddSub } from '../../examples/add-sub/model';
+import { rejectionOf } from '../helpers/caught';
 
 // HTTPS (`httpUseSsl`) and mutual TLS on the HTTP endpoint, with certificates the openssl CLI makes.
 jest.setTimeout(30_000);
@@ -78,14 +79,7 @@ function rawHttps(port: number, options: https.RequestOptions): Promise<{ status
   });
 }
 
-async function failure(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (err) {
-    return err as Error;
-  }
-  throw new Error('expected a failure');
-}
+const failure = (p: Promise<unknown>): Promise<Error> => rejectionOf(p);
 
 describe('HTTPS', () => {
   it('serves inference and the other routes over TLS to ModelClient and a raw https request', async () => {

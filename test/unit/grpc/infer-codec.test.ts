@@ -4,6 +4,7 @@ import type { Model } from '../../../lib/model/model';
 import { decodeGrpcInfer, encodeGrpcInfer, grpcOutputHandling } from '../../../lib/server/grpc/infer-codec';
 import { SharedMemoryManager } from '../../../lib/server/shared-memory';
 import type { ModelInferRequestMessage } from '../../../lib/protocol/messages';
+import { thrownBy } from '../../helpers/caught';
 
 /** decodeGrpcInfer reads only the model's name and version; validation against specs is the model's job. */
 const model = { name: 'm', version: '3' } as unknown as Model;
@@ -13,14 +14,7 @@ function decode(msg: Partial<ModelInferRequestMessage>) {
   return decodeGrpcInfer({ model_name: 'm', inputs: [], ...msg }, model, cancellation);
 }
 
-function errorOf(fn: () => unknown): TritonError {
-  try {
-    fn();
-  } catch (err) {
-    return err as TritonError;
-  }
-  throw new Error('expected an error');
-}
+const errorOf = (fn: () => unknown): TritonError => thrownBy<TritonError>(fn);
 
 describe('decodeGrpcInfer', () => {
   it('takes raw data in order, skipping inputs that carry typed contents only when no raw data is sent', () => {

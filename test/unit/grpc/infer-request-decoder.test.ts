@@ -4,6 +4,7 @@ import { parseModelInferRequest } from '../../../lib/server/grpc/infer-codec';
 import { decodeModelInferRequest } from '../../../lib/server/grpc/infer-request-decoder';
 import type { ModelInferRequestMessage, ModelInferResponseMessage } from '../../../lib/protocol/messages';
 import { loadProtos } from '../../../lib/protocol/protos';
+import { thrownBy } from '../../helpers/caught';
 
 const infer = loadProtos('string').inference.ModelInfer as MethodDefinition<ModelInferRequestMessage, ModelInferResponseMessage>;
 
@@ -13,14 +14,7 @@ function field(number: number, bytes: Buffer | number[]): Buffer {
   return Buffer.concat([Buffer.from([(number << 3) | 2, b.length]), b]);
 }
 
-function errorOf(fn: () => unknown): TritonError {
-  try {
-    fn();
-  } catch (err) {
-    return err as TritonError;
-  }
-  throw new Error('expected an error');
-}
+const errorOf = (fn: () => unknown): TritonError => thrownBy<TritonError>(fn);
 
 describe('decodeModelInferRequest refuses malformed wire bytes as INVALID_ARGUMENT', () => {
   it.each<[string, Buffer, RegExp]>([

@@ -2,15 +2,9 @@ import { TritonError } from '../../../lib/errors';
 import type { Model } from '../../../lib/model/model';
 import { classificationOf } from '../../../lib/server/extensions';
 import { parseParameters } from '../../../lib/server/parameters';
+import { thrownBy } from '../../helpers/caught';
 
-function errorOf(fn: () => unknown): TritonError {
-  try {
-    fn();
-  } catch (err) {
-    return err as TritonError;
-  }
-  throw new Error('expected an error');
-}
+const errorOf = (fn: () => unknown): TritonError => thrownBy<TritonError>(fn);
 
 const noPrototype = Object.create(null) as object;
 

@@ -3,6 +3,7 @@ import { Cancellation } from '../../../../lib/cancellation';
 import { TritonError } from '../../../../lib/errors';
 import type { Model } from '../../../../lib/model/model';
 import { decodeHttpInfer } from '../../../../lib/server/http/infer-codec';
+import { thrownBy } from '../../../helpers/caught';
 
 /** decodeHttpInfer reads the model's name, its inputs (raw binary requests), outputs (labels) and batch size. */
 const model = {
@@ -17,14 +18,7 @@ function decode(body: string | Buffer, headerLength: number | null = null) {
   return decodeHttpInfer(typeof body === 'string' ? Buffer.from(body) : body, headerLength, model, 100, new Cancellation());
 }
 
-function errorOf(fn: () => unknown): TritonError {
-  try {
-    fn();
-  } catch (err) {
-    return err as TritonError;
-  }
-  throw new Error('expected an error');
-}
+const errorOf = (fn: () => unknown): TritonError => thrownBy<TritonError>(fn);
 
 /** A request with one input: its fields as JSON text, `overrides` replacing them (undefined: left out). */
 function withInput(overrides: Record<string, string | undefined>): string {
