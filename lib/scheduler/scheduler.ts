@@ -67,6 +67,8 @@ export class Scheduler<T = Response> {
   private readonly instances: readonly Instance[];
   private readonly running = new Map<Instance, number>();
   private delayTimer: NodeJS.Timeout | undefined;
+  /** True while a dispatch waits for the end of this turn of the event loop (see `scheduleSoon`). */
+  private gathering = false;
   private executing = 0;
   private nextSeq = 0;
   private deliverSeq = 0;
@@ -128,8 +130,30 @@ export class Scheduler<T = Response> {
     };
     entry.onAbort = onAbort;
     cancellation.listen(onAbort);
-    this.schedule();
+    this.scheduleSoon();
   }
+
+  /**
+   * Dispatches a new request, gathering first what else arrives in this turn of the event loop.
+   *
+   * Dispatching at once would run a batch of one whenever an instance is free. Worse, a callable that computes
+   * synchronously finishes before the next socket is read, so its instance is always free and every request
+   * runs alone. Deferring the dispatch to the check phase (`setImmediate`, after the poll phase has read every
+   * ready socket) puts all requests read together, and all that queued while a synchronous callable held the
+   * loop, in one batch: Triton's `max_queue_delay_microseconds: 0`, with no timer. Without batching, with a full
+   * batch queued or with no instance free, there is nothing to gather and `schedule` runs now.
+   */
+  private scheduleSoon(): void {
+    if (this.nextBatchIsFull() || !this.freeInstance(false)) return this.schedule();
+    if (this.gathering) return;
+    this.gathering = true;
+    setImmediate(this.gathered);
+  }
+
+  private readonly gathered = (): void => {
+    this.gathering = false;
+    this.schedule();
+  };
 
   /**
    * Queues a request of a decoupled model; returns its response stream at once. Queue errors (full,

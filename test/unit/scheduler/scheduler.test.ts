@@ -68,11 +68,14 @@ const options = (o: Partial<SchedulerOptions> = {}): SchedulerOptions => ({
 const tick = () => new Promise((r) => setImmediate(r));
 
 describe('Scheduler', () => {
-  it('runs the first request at once and batches what queued while the instance was busy', async () => {
+  it('runs a request at the end of its turn of the event loop and batches what queued while the instance was busy', async () => {
     const inst = new GatedInstance('i0');
     const s = new Scheduler([inst], options());
-    const all = ['a', 'b', 'c', 'd'].map((id) => s.enqueue(req(id), 1, 'k'));
+    const all = [s.enqueue(req('a'), 1, 'k')];
+    expect(inst.batches).toEqual([]);
+    await tick();
     expect(inst.batches).toEqual([['a']]);
+    all.push(...['b', 'c', 'd'].map((id) => s.enqueue(req(id), 1, 'k')));
     inst.release();
     await tick();
     expect(inst.batches).toEqual([['a'], ['b', 'c', 'd']]);
@@ -82,10 +85,30 @@ describe('Scheduler', () => {
     expect(responses.map((r) => r.batchRows)).toEqual([1, 3, 3, 3]);
   });
 
+  it('gathers the requests of one turn of the event loop into one batch, with no timer', async () => {
+    const inst = new GatedInstance('i0');
+    const s = new Scheduler([inst], options());
+    const all = ['a', 'b', 'c'].map((id) => s.enqueue(req(id), 1, 'k'));
+    expect(inst.batches).toEqual([]);
+    await tick();
+    expect(inst.batches).toEqual([['a', 'b', 'c']]);
+    inst.release();
+    expect((await Promise.all(all)).map((r) => r.batchRows)).toEqual([3, 3, 3]);
+  });
+
+  it('runs a full batch at once, without waiting for the end of the turn', () => {
+    const inst = new GatedInstance('i0');
+    const s = new Scheduler([inst], options({ maxBatchSize: 3 }));
+    for (const id of ['a', 'b', 'c', 'd']) void s.enqueue(req(id), 1, 'k');
+    expect(inst.batches).toEqual([['a', 'b', 'c']]);
+    expect(s.pendingCount).toBe(1);
+  });
+
   it('never exceeds maxBatchSize rows and keeps incompatible shapes apart', async () => {
     const inst = new GatedInstance('i0');
     const s = new Scheduler([inst], options({ maxBatchSize: 4 }));
     const p = [s.enqueue(req('first'), 1, 'k')];
+    await tick();
     p.push(s.enqueue(req('r3'), 3, 'k'), s.enqueue(req('r2'), 2, 'k'), s.enqueue(req('other'), 1, 'k2'), s.enqueue(req('r1'), 1, 'k'));
     for (let i = 0; i < 5; i++) {
       inst.release();
@@ -99,8 +122,11 @@ describe('Scheduler', () => {
     const a = new GatedInstance('a');
     const b = new GatedInstance('b');
     const s = new Scheduler([a, b], options());
-    const p = ['1', '2', '3'].map((id) => s.enqueue(req(id), 1, 'k'));
-    expect(a.batches.length + b.batches.length).toBe(2);
+    const p = [s.enqueue(req('1'), 1, 'k')];
+    await tick();
+    p.push(s.enqueue(req('2'), 1, 'k'), s.enqueue(req('3'), 1, 'k'));
+    await tick();
+    expect([a.batches, b.batches]).toEqual([[['1']], [['2', '3']]]);
     a.release();
     b.release();
     await tick();
@@ -126,6 +152,7 @@ describe('Scheduler', () => {
     const inst = new GatedInstance('i0');
     const s = new Scheduler([inst], options({ defaultQueuePolicy: { maxQueueSize: 1 } }));
     const running = s.enqueue(req('running'), 1, 'k');
+    await tick();
     const queued = s.enqueue(req('queued'), 1, 'k');
     await expect(s.enqueue(req('excess'), 1, 'k')).rejects.toMatchObject({ code: 'UNAVAILABLE', message: 'Exceeds maximum queue size' });
     inst.release();
@@ -161,6 +188,7 @@ describe('Scheduler', () => {
     const inst = new GatedInstance('i0');
     const s = new Scheduler([inst], options());
     const running = s.enqueue(req('running'), 1, 'k');
+    await tick();
     const cancellation = new Cancellation();
     const cancelled = s.enqueue(req('gone', cancellation), 1, 'k');
     expect(s.pendingCount).toBe(1);
@@ -209,7 +237,9 @@ describe('Scheduler', () => {
     it('keeps a partial batch queued while the instance is busy, so it can still grow, and hands over a full one', async () => {
       const inst = new PrefetchingInstance('w');
       const s = new Scheduler([inst], options({ maxBatchSize: 3 }));
-      const p = [s.enqueue(req('a'), 1, 'k'), s.enqueue(req('b'), 1, 'k'), s.enqueue(req('c'), 1, 'k')];
+      const p = [s.enqueue(req('a'), 1, 'k')];
+      await tick();
+      p.push(s.enqueue(req('b'), 1, 'k'), s.enqueue(req('c'), 1, 'k'));
       expect(inst.batches).toEqual([['a']]);
       p.push(s.enqueue(req('d'), 1, 'k'));
       expect(inst.batches).toEqual([['a'], ['b', 'c', 'd']]);
