@@ -1,5 +1,6 @@
 import { TritonError, invalidArgument } from '../errors';
 import { DTYPES, type DataType, type TensorData } from './dtype';
+import { JsonFloats } from './lossless-json';
 import { elementCount, type Tensor } from './tensor';
 import { describeValue } from './wire-value';
 
@@ -30,6 +31,11 @@ export function decodeJsonData<D extends DataType>(
     throw invalidArgument(`${what}: sending ${dtype} data via JSON is not supported, use the binary data extension`);
   }
   const count = elementCount(shape);
+  if (data instanceof JsonFloats) {
+    // Read for this datatype as it was parsed; anything else takes the array JSON.parse would have given.
+    if (data.dtype === dtype && data.values.length === count) return data.values as TensorData<D>;
+    data = data.elements();
+  }
   if (row.json === 'float') {
     const direct = floatsOf(data, count, row.array as Float32ArrayConstructor | Float64ArrayConstructor);
     if (direct) return direct as TensorData<D>;
@@ -121,30 +127,62 @@ function badElement(what: string, index: number, expected: string, got: unknown)
 
 /** The JSON text of a tensor's elements as a flat array; INT64/UINT64 exact; BYTES as UTF-8 strings. */
 export function encodeJsonData(t: Tensor): string {
+  if (DTYPES[t.dtype].json === 'string') {
+    return JSON.stringify((t.data as Uint8Array[]).map((e) => Buffer.from(e.buffer, e.byteOffset, e.byteLength).toString('utf8')));
+  }
+  return `[${elementsText(t, 0, t.data.length)}]`;
+}
+
+/** Elements joined per chunk by `encodeJsonDataBytes`: small strings, one buffer write each. */
+const CHUNK = 1024;
+
+/** The longest JSON text of one numeric or boolean element, with its comma: `-2.2250738585072014e-308,`. */
+const MAX_ELEMENT_TEXT = 25;
+
+/**
+ * `encodeJsonData` as UTF-8 bytes, written straight into one buffer: for large data, where the text of the
+ * whole array as one string (and its encoding afterwards) would cost as much as producing it.
+ */
+export function encodeJsonDataBytes(t: Tensor): Buffer {
+  if (DTYPES[t.dtype].json === 'string') return Buffer.from(encodeJsonData(t), 'utf8');
+  const count = t.data.length;
+  const out = Buffer.allocUnsafe(count * MAX_ELEMENT_TEXT + 2);
+  let pos = 0;
+  out[pos++] = 0x5b; // [
+  for (let i = 0; i < count; i += CHUNK) {
+    if (i > 0) out[pos++] = 0x2c; // ,
+    pos += out.write(elementsText(t, i, Math.min(count, i + CHUNK)), pos, 'latin1');
+  }
+  out[pos++] = 0x5d; // ]
+  return out.subarray(0, pos);
+}
+
+/** The JSON texts of elements [from, to) of a numeric or boolean tensor, comma-separated. */
+function elementsText(t: Tensor, from: number, to: number): string {
   const row = DTYPES[t.dtype];
   switch (row.json) {
     case 'binary-only':
       throw invalidArgument(`output of datatype ${t.dtype} cannot be sent as JSON, request it with binary_data`);
-    case 'string':
-      return JSON.stringify((t.data as Uint8Array[]).map((e) => Buffer.from(e.buffer, e.byteOffset, e.byteLength).toString('utf8')));
     case 'bool': {
-      const parts = new Array<string>(t.data.length);
+      const parts = new Array<string>(to - from);
       const d = t.data as Uint8Array;
-      for (let i = 0; i < d.length; i++) parts[i] = d[i] ? 'true' : 'false';
-      return `[${parts.join(',')}]`;
+      for (let i = from; i < to; i++) parts[i - from] = d[i] ? 'true' : 'false';
+      return parts.join(',');
     }
     case 'float': {
       // Non-finite values have no JSON literal; Triton writes them as null.
       const d = t.data as Float32Array | Float64Array;
-      const parts = new Array<string>(d.length);
-      for (let i = 0; i < d.length; i++) {
+      const parts = new Array<string>(to - from);
+      for (let i = from; i < to; i++) {
         const x = d[i] as number;
         // String(-0) is "0"; write "-0.0" as Triton (rapidjson) does so the sign bit survives.
-        parts[i] = Number.isFinite(x) ? (Object.is(x, -0) ? '-0.0' : String(x)) : 'null';
+        parts[i - from] = Number.isFinite(x) ? (Object.is(x, -0) ? '-0.0' : String(x)) : 'null';
       }
-      return `[${parts.join(',')}]`;
+      return parts.join(',');
     }
-    default:
-      return `[${Array.prototype.join.call(t.data, ',')}]`;
+    default: {
+      const d = t.data as Exclude<Tensor['data'], Uint8Array[]>;
+      return Array.prototype.join.call(from === 0 && to === d.length ? d : d.subarray(from, to), ',');
+    }
   }
 }

@@ -12,7 +12,7 @@ import { handleSharedMemory, SHARED_MEMORY_ROUTE } from './shared-memory-routes'
 import { handleRepository, REPOSITORY_ROUTE } from './repository-routes';
 import { forwardHeaders, headerMatcher } from '../forward-headers';
 import { handleGenerate } from './generate';
-import { decodeHttpInfer, encodeHttpInfer } from './infer-codec';
+import { decodeHttpInfer, encodeHttpInfer, type EncodedHttpInfer } from './infer-codec';
 import { inferModel } from '../infer-request';
 import { RestrictedApis, httpApiGroup, httpRestrictedError } from '../restricted-api';
 import { serverTlsMaterial } from '../tls';
@@ -182,8 +182,8 @@ function inferHeaders(headLength: number, binary: boolean): http.OutgoingHttpHea
 }
 
 /** Writes an infer response compressed with `encoding`. */
-async function writeCompressed(res: http.ServerResponse, encoding: 'gzip' | 'deflate', json: string, blobs: Uint8Array[]): Promise<void> {
-  const head = Buffer.from(json, 'utf8');
+async function writeCompressed(res: http.ServerResponse, encoding: 'gzip' | 'deflate', json: EncodedHttpInfer['json'], blobs: Uint8Array[]): Promise<void> {
+  const head = typeof json === 'string' ? Buffer.from(json, 'utf8') : Buffer.concat(json.map(bytesOf));
   const body = await compress(blobs.length > 0 ? Buffer.concat([head, ...blobs]) : head, encoding);
   const headers = inferHeaders(head.length, blobs.length > 0);
   headers['Content-Encoding'] = encoding;
@@ -193,7 +193,20 @@ async function writeCompressed(res: http.ServerResponse, encoding: 'gzip' | 'def
 }
 
 /** Writes an infer response: its JSON part and, after it, its binary outputs. */
-function writeInferResponse(res: http.ServerResponse, json: string, blobs: Uint8Array[]): void {
+function writeInferResponse(res: http.ServerResponse, json: EncodedHttpInfer['json'], blobs: Uint8Array[]): void {
+  if (typeof json !== 'string') {
+    // Large JSON data: the header's pieces and the blobs go out as they are, in one corked write.
+    const parts = [...json.map(bytesOf), ...blobs];
+    let headLength = 0;
+    for (let i = 0; i < json.length; i++) headLength += (parts[i] as Uint8Array).byteLength;
+    let length = headLength;
+    for (const b of blobs) length += b.byteLength;
+    const headers = inferHeaders(headLength, blobs.length > 0);
+    headers['Content-Length'] = length;
+    res.writeHead(200, headers);
+    writeParts(res, parts);
+    return;
+  }
   const headLength = Buffer.byteLength(json, 'utf8');
   const headers = inferHeaders(headLength, blobs.length > 0);
   let length = headLength;
@@ -211,10 +224,18 @@ function writeInferResponse(res: http.ServerResponse, json: string, blobs: Uint8
     res.end(Buffer.concat([head, ...blobs], length));
     return;
   }
+  writeParts(res, [head, ...blobs]);
+}
+
+/** Ends a response with `parts`, corked so that they leave in one vectored write. */
+function writeParts(res: http.ServerResponse, parts: readonly Uint8Array[]): void {
   res.cork();
-  res.write(head);
-  for (let i = 0; i < blobs.length - 1; i++) res.write(blobs[i]);
-  res.end(blobs[blobs.length - 1]);
+  for (let i = 0; i < parts.length - 1; i++) res.write(parts[i]);
+  res.end(parts[parts.length - 1]);
+}
+
+function bytesOf(piece: string | Uint8Array): Uint8Array {
+  return typeof piece === 'string' ? Buffer.from(piece, 'utf8') : piece;
 }
 
 const EXCHANGES: unique symbol = Symbol('tstriton.httpExchanges');

@@ -5,8 +5,8 @@ import type { InferenceRequest, InferenceResponse, NamedTensor } from '../../mod
 import type { Model } from '../../model/model';
 import { decodeBinary, encodeBinary } from '../../tensor/binary-codec';
 import { DTYPES, isDataType } from '../../tensor/dtype';
-import { decodeJsonData, encodeJsonData } from '../../tensor/json-codec';
-import { parseJson } from '../../tensor/lossless-json';
+import { decodeJsonData, encodeJsonData, encodeJsonDataBytes } from '../../tensor/json-codec';
+import { parseJsonBytes } from '../../tensor/lossless-json';
 import { describeValue } from '../../tensor/wire-value';
 import { parseParameters } from '../parameters';
 import { shmTargetOf, type SharedMemoryManager } from '../shared-memory';
@@ -49,7 +49,7 @@ export function decodeHttpInfer(
       `the inference request JSON of ${jsonLength} bytes exceeds the ${MAX_STRING_LENGTH} characters a JSON header can hold; send tensor data with the binary data extension`,
     );
   }
-  const header = parseJson(body.toString('utf8', 0, jsonLength), maxDepth);
+  const header = parseJsonBytes(jsonLength === body.length ? body : body.subarray(0, jsonLength), maxDepth, true);
   if (!isObject(header)) throw invalidArgument(`the inference request JSON must be an object, got ${describeValue(header)}`);
   const id = header.id ?? '';
   if (typeof id !== 'string') throw invalidArgument(`the request 'id' must be a string, got ${describeValue(id)}`);
@@ -166,28 +166,50 @@ function decodeRawBinary(body: Buffer, model: Model, cancellation: Cancellation)
   };
 }
 
-/** An encoded infer response: the JSON header and the binary blobs that follow it, in output order. */
+/**
+ * An encoded infer response: the JSON header and the binary blobs that follow it, in output order. The header
+ * is one string, or its pieces in order when it holds large `data` arrays (written as bytes, not as text).
+ */
 export interface EncodedHttpInfer {
-  json: string;
+  json: string | (string | Uint8Array)[];
   blobs: Uint8Array[];
 }
+
+/** From this many elements on, an output's JSON `data` is written as bytes rather than joined into the header string. */
+const LARGE_JSON_DATA = 4096;
 
 /** Encodes a response: JSON `data` or binary blobs per output, as the request asked. */
 export function encodeHttpInfer(response: InferenceResponse, decoded: DecodedHttpInfer): EncodedHttpInfer {
   const blobs: Uint8Array[] = [];
-  const outputs = response.outputs.map(({ name, tensor: produced }) => {
+  let pieces: (string | Uint8Array)[] | undefined;
+  const id = response.id ? `"id":${JSON.stringify(response.id)},` : '';
+  let text = `{${id}"model_name":${JSON.stringify(response.modelName)},"model_version":${JSON.stringify(response.modelVersion)},"outputs":[`;
+  response.outputs.forEach(({ name, tensor: produced }, i) => {
+    if (i > 0) text += ',';
     const format = formatFor(decoded, name);
     const tensor = outputTensor(produced, format, decoded.sharedMemory, encodeBinary);
-    if (!tensor) return `{"name":${JSON.stringify(name)},"datatype":"${produced.dtype}","shape":[${produced.shape.join(',')}]}`;
-    const head = `{"name":${JSON.stringify(name)},"datatype":"${tensor.dtype}","shape":[${tensor.shape.join(',')}]`;
-    if (!(format?.binary ?? decoded.binaryDefault)) return `${head},"data":${encodeJsonData(tensor)}}`;
+    if (!tensor) {
+      text += `{"name":${JSON.stringify(name)},"datatype":"${produced.dtype}","shape":[${produced.shape.join(',')}]}`;
+      return;
+    }
+    text += `{"name":${JSON.stringify(name)},"datatype":"${tensor.dtype}","shape":[${tensor.shape.join(',')}]`;
+    if (!(format?.binary ?? decoded.binaryDefault)) {
+      if (tensor.data.length < LARGE_JSON_DATA) {
+        text += `,"data":${encodeJsonData(tensor)}}`;
+        return;
+      }
+      (pieces ??= []).push(`${text},"data":`, encodeJsonDataBytes(tensor));
+      text = '}';
+      return;
+    }
     const blob = encodeBinary(tensor);
     if (blob.byteLength > 0) blobs.push(blob);
-    return `${head},"parameters":{"binary_data_size":${blob.byteLength}}}`;
+    text += `,"parameters":{"binary_data_size":${blob.byteLength}}}`;
   });
-  const id = response.id ? `"id":${JSON.stringify(response.id)},` : '';
-  const json = `{${id}"model_name":${JSON.stringify(response.modelName)},"model_version":${JSON.stringify(response.modelVersion)},"outputs":[${outputs.join(',')}]}`;
-  return { json, blobs };
+  text += ']}';
+  if (!pieces) return { json: text, blobs };
+  pieces.push(text);
+  return { json: pieces, blobs };
 }
 
 const NO_PARAMETERS: Readonly<Record<string, unknown>> = Object.freeze({});

@@ -1,6 +1,6 @@
 import { DATA_TYPES, DTYPES, NUMERIC_ARRAYS, fromOnnxEnum, type DataType } from '../../../lib/tensor/dtype';
 import { decodeBinary, encodeBinary, decodeBytesElements, encodeBytesElements } from '../../../lib/tensor/binary-codec';
-import { decodeJsonData, encodeJsonData } from '../../../lib/tensor/json-codec';
+import { decodeJsonData, encodeJsonData, encodeJsonDataBytes } from '../../../lib/tensor/json-codec';
 import { parseJson } from '../../../lib/tensor/lossless-json';
 import { concatBatch, sliceBatch, tensor } from '../../../lib/tensor/tensor';
 import { TritonError } from '../../../lib/errors';
@@ -69,6 +69,14 @@ describe.each(samples)('%s codecs', (dtype, values) => {
     expect(encodeJsonData({ dtype, shape: [3], data: back })).toBe(encodeJsonData({ dtype, shape: [3], data }));
   });
 
+  it('writes the same JSON text as bytes, over several chunks too', () => {
+    const small = decodeJsonData(dtype, [3], values, 'input X');
+    expect(encodeJsonDataBytes({ dtype, shape: [3], data: small }).toString('utf8')).toBe(encodeJsonData({ dtype, shape: [3], data: small }));
+    const many = Array.from({ length: 2500 }, (_, i) => values[i % values.length]);
+    const large = decodeJsonData(dtype, [2500], many, 'input X');
+    expect(encodeJsonDataBytes({ dtype, shape: [2500], data: large }).toString('utf8')).toBe(encodeJsonData({ dtype, shape: [2500], data: large }));
+  });
+
   it('accepts nested JSON data', () => {
     const nested = [[values[0]], [values[1], values[2]]];
     expect(decodeJsonData(dtype, [3], nested, 'x').length).toBe(3);
@@ -86,6 +94,16 @@ describe('JSON codec errors', () => {
     ['FP32', [1], /needs 2 elements but 'data' holds 1/],
   ] as const)('%s %j is rejected', (dtype, data, message) => {
     expect(() => decodeJsonData(dtype, [2], data, 'input X')).toThrow(message);
+  });
+});
+
+describe('JSON text of float data', () => {
+  it('writes each value as the shortest text of its double, -0 as -0.0 and non-finite values as null, as bytes too', () => {
+    const data = Float32Array.of(0.1, -0, Infinity, NaN, 1.5, -3.4028234663852886e38, 1e-45);
+    const text = '[0.10000000149011612,-0.0,null,null,1.5,-3.4028234663852886e+38,1.401298464324817e-45]';
+    expect(encodeJsonData({ dtype: 'FP32', shape: [7], data })).toBe(text);
+    expect(encodeJsonDataBytes({ dtype: 'FP32', shape: [7], data }).toString('latin1')).toBe(text);
+    expect(encodeJsonDataBytes({ dtype: 'FP64', shape: [0], data: new Float64Array(0) }).toString('latin1')).toBe('[]');
   });
 });
 
