@@ -108,7 +108,7 @@ export class Triton implements ServerCore, AsyncDisposable {
         forceClose: () => this.http.forceClose(),
       });
     }
-    if (this.config.allowGrpc) this.addTransport(new GrpcServer(this));
+    if (this.config.allowGrpc) this.addTransport(new GrpcServer(this, this.logger));
     if (this.config.allowMetrics) {
       const server = new MetricsServer(this.metrics);
       this.addTransport({

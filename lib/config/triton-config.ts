@@ -28,6 +28,7 @@ export interface TritonConfigInit {
   httpMaxInputSize?: number;
   jsonMaxDepth?: number;
   grpcMaxMessageSize?: number;
+  grpcFlowControlWindow?: number;
   strictReadiness?: boolean;
   serverVersion?: string;
   httpHeaderForwardPattern?: string;
@@ -65,6 +66,7 @@ const KEYS = [
   'httpMaxInputSize',
   'jsonMaxDepth',
   'grpcMaxMessageSize',
+  'grpcFlowControlWindow',
   'strictReadiness',
   'serverVersion',
   'httpHeaderForwardPattern',
@@ -147,6 +149,16 @@ export class TritonConfig {
   @IsInt()
   @Min(-1)
   grpcMaxMessageSize = 64 * 1024 * 1024;
+
+  /**
+   * HTTP/2 flow-control window of each gRPC call, in bytes: how much of a request a client may send before it
+   * must wait for the server to acknowledge; the connection's window is four times this. HTTP/2's default,
+   * 64 KiB, costs a round trip per 64 KiB of a large tensor.
+   */
+  @IsInt()
+  @Min(65_535)
+  @Max(2 ** 31 - 1)
+  grpcFlowControlWindow = 8 * 1024 * 1024;
 
   /** Server readiness also requires every model to be ready. */
   @IsBoolean()

@@ -1,11 +1,13 @@
 import { headerMatcher } from '../forward-headers';
 import * as grpc from '@grpc/grpc-js';
 import { TritonError } from '../../errors';
+import type { Logger } from '../../logger';
 import type { ServerCore, Transport } from '../server-core';
 import { CallTracker } from './call-tracker';
 import { grpcServerCredentials } from './grpc-credentials';
 import type { GrpcContext } from './grpc-context';
 import { healthService } from './health-service';
+import { widenFlowControl } from './flow-control';
 import { inferenceService } from './inference-service';
 import { encodeModelInferResponse, encodeModelStreamInferResponse } from './infer-response-encoder';
 import { loadProtos } from '../../protocol/protos';
@@ -30,11 +32,17 @@ export class GrpcServer implements Transport {
   private readonly tracker = new CallTracker();
   private readonly credentials: grpc.ServerCredentials;
 
-  constructor(private readonly core: ServerCore) {
+  constructor(
+    private readonly core: ServerCore,
+    logger: Logger,
+  ) {
     // Read now, so that a bad TLS setting fails `new Triton()` rather than `run()`.
     this.credentials = grpcServerCredentials(core.config);
     const max = core.config.grpcMaxMessageSize;
     this.server = new grpc.Server({ 'grpc.max_receive_message_length': max, 'grpc.max_send_message_length': max });
+    if (!widenFlowControl(this.server, core.config.grpcFlowControlWindow)) {
+      logger.warn('gRPC: this grpc-js does not let the HTTP/2 flow-control windows be set; large messages will be slower');
+    }
     const ctx: GrpcContext = { core, tracker: this.tracker, forwardHeader: headerMatcher(core.config.grpcHeaderForwardPattern, 'grpcHeaderForwardPattern') };
     const protos = loadProtos('string');
     const restricted = RestrictedApis.parse(core.config.grpcRestrictedProtocol, 'grpcRestrictedProtocol', GRPC_RESTRICTED_PREFIX);

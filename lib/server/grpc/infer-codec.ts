@@ -45,6 +45,7 @@ export function decodeGrpcInfer(
     ? NO_PARAMETERS
     : parseParameters(fromInferParameters(msg.parameters, 'request'), 'request', GRPC_ALLOWED_TRITON_KEYS);
   const raw = msg.raw_input_contents ?? [];
+  const align = new RawAligner(msg.movableBuffer);
   let rawIndex = 0;
   const inputs: NamedTensor[] = msg.inputs.map((input) => {
     const name = input.name;
@@ -67,7 +68,7 @@ export function decodeGrpcInfer(
     }
     const bytes = raw[rawIndex++];
     if (bytes === undefined) throw invalidArgument(`unable to find data for input tensor '${name}' for model '${model.name}' in request.`);
-    return { name, tensor: { dtype, shape, data: decodeBinary(dtype, shape, aligned(bytes, DTYPES[dtype].size), what) } };
+    return { name, tensor: { dtype, shape, data: decodeBinary(dtype, shape, align.next(bytes, DTYPES[dtype].size), what) } };
   });
   if (rawIndex < raw.length) {
     throw invalidArgument(`unexpected additional input data for model '${model.name}': ${raw.length} raw_input_contents for ${rawIndex} raw inputs`);
@@ -97,15 +98,59 @@ function isEmpty(map: InferParameterMap | undefined): boolean {
 }
 
 /**
- * The bytes of one input where a typed array can view them: as they are when aligned for the element
- * size, else copied once into Node's buffer pool, whose slices are 8-byte aligned (cheaper than a new
- * ArrayBuffer per small tensor).
+ * Puts each `raw_input_contents` entry where a typed array of its element size can view it, in the order the
+ * entries lie in the message.
+ *
+ * An aligned entry stays as it is. A misaligned one in a message that owns its buffer (`movableBuffer`: only
+ * the raw entries still view it once it is decoded) moves back, in place, over the tag and length bytes in front
+ * of it and any room the entry before it left by moving: a 4 MB tensor then costs a memmove rather than a new
+ * 4 MB buffer for the garbage collector to reclaim. Otherwise it is copied once into Node's buffer pool, whose
+ * slices are 8-byte aligned.
  */
-function aligned(bytes: Uint8Array, size: number): Uint8Array {
-  if (size <= 1 || bytes.byteOffset % size === 0) return bytes;
-  const copy = Buffer.allocUnsafe(bytes.byteLength);
-  copy.set(bytes);
-  return copy;
+class RawAligner {
+  private readonly whole: Uint8Array | undefined;
+  /** Where the previous entry's bytes ended before and after it moved. */
+  private lastEnd = -1;
+  private lastPlacedEnd = -1;
+
+  constructor(owned: ArrayBufferLike | undefined) {
+    this.whole = owned && new Uint8Array(owned);
+  }
+
+  next(bytes: Uint8Array, size: number): Uint8Array {
+    const placed = this.place(bytes, size);
+    this.lastEnd = bytes.byteOffset + bytes.byteLength;
+    this.lastPlacedEnd = placed.byteOffset + placed.byteLength;
+    return placed;
+  }
+
+  private place(bytes: Uint8Array, size: number): Uint8Array {
+    const offset = bytes.byteOffset;
+    if (size <= 1 || offset % size === 0) return bytes;
+    if (this.whole && bytes.buffer === this.whole.buffer) {
+      // The field's tag (one byte for field 7) and its length, as a minimal varint; a longer encoding only
+      // leaves this estimate short, which is safe.
+      const fieldStart = offset - 1 - varintLength(bytes.byteLength);
+      const lowest = fieldStart === this.lastEnd ? this.lastPlacedEnd : fieldStart;
+      const target = offset - (offset % size);
+      if (target >= lowest) {
+        this.whole.copyWithin(target, offset, offset + bytes.byteLength);
+        return this.whole.subarray(target, target + bytes.byteLength);
+      }
+    }
+    const copy = Buffer.allocUnsafe(bytes.byteLength);
+    copy.set(bytes);
+    return copy;
+  }
+}
+
+function varintLength(n: number): number {
+  let length = 1;
+  while (n >= 0x80) {
+    n = Math.floor(n / 0x80);
+    length++;
+  }
+  return length;
 }
 
 /** The shared-memory window of an input or output, from its `shared_memory_*` parameters. */

@@ -1,7 +1,10 @@
+import type { MethodDefinition } from '@grpc/grpc-js';
 import { Cancellation } from '../../../lib/cancellation';
 import { TritonError } from '../../../lib/errors';
 import type { Model } from '../../../lib/model/model';
 import { decodeGrpcInfer, encodeGrpcInfer, grpcOutputHandling } from '../../../lib/server/grpc/infer-codec';
+import { decodeModelInferRequest } from '../../../lib/server/grpc/infer-request-decoder';
+import { loadProtos } from '../../../lib/protocol/protos';
 import { SharedMemoryManager } from '../../../lib/server/shared-memory';
 import type { ModelInferRequestMessage } from '../../../lib/protocol/messages';
 import { thrownBy } from '../../helpers/caught';
@@ -164,5 +167,70 @@ describe('grpcOutputHandling', () => {
     const both = { classification: { int64_param: '1' }, shared_memory_region: { string_param: 'r' }, shared_memory_byte_size: { int64_param: '8' } };
     expect(errorOf(() => grpcOutputHandling(request(both), classifier, shm)).message).toMatch(/'classification' cannot be combined with 'shared_memory_region'/);
     expect(errorOf(() => grpcOutputHandling(request({ classification: { int64_param: '-1' } }), classifier, shm)).message).toMatch(/must be a non-negative integer/);
+  });
+});
+
+describe('decodeGrpcInfer: misaligned raw inputs', () => {
+  const infer = loadProtos('string').inference.ModelInfer as MethodDefinition<ModelInferRequestMessage, unknown>;
+
+  /**
+   * A received message as grpc-js hands it over: the 5-byte frame header and the message in a buffer of their
+   * own, the message padded with a model name of `pad` characters so that the raw entries land misaligned.
+   */
+  function received(pad: number, inputs: { name: string; datatype: string; data: ArrayBufferView }[]): Buffer {
+    const message = infer.requestSerialize({
+      model_name: 'm'.repeat(pad),
+      inputs: inputs.map((i) => ({ name: i.name, datatype: i.datatype, shape: [i.data.byteLength / (i.data as Float32Array).BYTES_PER_ELEMENT] })),
+      raw_input_contents: inputs.map((i) => Buffer.from(i.data.buffer, i.data.byteOffset, i.data.byteLength)),
+    } as ModelInferRequestMessage);
+    // Large enough to have an ArrayBuffer of its own, as a message of 64 KiB or more does.
+    const framed = Buffer.alloc(5 + message.length);
+    message.copy(framed, 5);
+    return framed.subarray(5);
+  }
+
+  const floats = (n: number, from: number) => Float32Array.from({ length: n }, (_, i) => from + i * 0.5);
+
+  it('moves a misaligned FP32 input back in place, in the buffer the message owns, with its values intact', () => {
+    const a = floats(20_000, 1);
+    for (let pad = 1; pad <= 4; pad++) {
+      const bytes = received(pad, [{ name: 'A', datatype: 'FP32', data: a }]);
+      const msg = decodeModelInferRequest(bytes);
+      expect(msg.movableBuffer).toBe(bytes.buffer);
+      const data = decodeGrpcInfer(msg, model, cancellation).inputs[0]?.tensor.data as Float32Array;
+      expect(data).toEqual(a);
+      expect(data.buffer).toBe(bytes.buffer);
+    }
+  });
+
+  it('moves consecutive entries, each into the room the one before it left, and copies only what cannot move', () => {
+    const a = floats(9_000, 3);
+    const b = floats(9_000, -7);
+    const c = Float64Array.from({ length: 5_000 }, (_, i) => i / 3);
+    for (let pad = 1; pad <= 8; pad++) {
+      const bytes = received(pad, [
+        { name: 'A', datatype: 'FP32', data: a },
+        { name: 'B', datatype: 'FP32', data: b },
+        { name: 'C', datatype: 'FP64', data: c },
+      ]);
+      const inputs = decodeGrpcInfer(decodeModelInferRequest(bytes), model, cancellation).inputs;
+      expect(inputs.map((i) => i.tensor.data)).toEqual([a, b, c]);
+      for (const i of inputs) expect((i.tensor.data as Float32Array).byteOffset % (i.tensor.data as Float32Array).BYTES_PER_ELEMENT).toBe(0);
+      // Each FP32 entry has at least its tag and length bytes in front to move over.
+      expect((inputs[0]?.tensor.data as Float32Array).buffer).toBe(bytes.buffer);
+      expect((inputs[1]?.tensor.data as Float32Array).buffer).toBe(bytes.buffer);
+    }
+  });
+
+  it('copies a misaligned entry of a message that does not own its buffer, leaving that buffer as it was', () => {
+    const a = floats(100, 1);
+    const bytes = received(1, [{ name: 'A', datatype: 'FP32', data: a }]);
+    const msg = decodeModelInferRequest(bytes);
+    delete msg.movableBuffer;
+    const before = Buffer.from(bytes);
+    const data = decodeGrpcInfer(msg, model, cancellation).inputs[0]?.tensor.data as Float32Array;
+    expect(data).toEqual(a);
+    expect(data.buffer).not.toBe(bytes.buffer);
+    expect(bytes.equals(before)).toBe(true);
   });
 });
