@@ -1,5 +1,7 @@
 import { headerMatcher } from '../forward-headers';
 import * as grpc from '@grpc/grpc-js';
+import type * as http2 from 'node:http2';
+import type { ModelInferResponseMessage } from '../../protocol/messages';
 import { TritonError } from '../../errors';
 import type { Logger } from '../../logger';
 import type { ServerCore, Transport } from '../server-core';
@@ -7,12 +9,16 @@ import { CallTracker } from './call-tracker';
 import { grpcServerCredentials } from './grpc-credentials';
 import type { GrpcContext } from './grpc-context';
 import { healthService } from './health-service';
-import { widenFlowControl } from './flow-control';
+import { shapeHttp2Servers } from './grpc-http2';
+import { serveDirectUnary, type DirectUnaryMethod, type UnaryHandler } from './direct-unary';
 import { inferenceService } from './inference-service';
-import { encodeModelInferResponse, encodeModelStreamInferResponse } from './infer-response-encoder';
+import { encodeFramedModelInferResponse, encodeModelInferResponse, encodeModelStreamInferResponse } from './infer-response-encoder';
 import { loadProtos } from '../../protocol/protos';
 import { toGrpcStatus } from './grpc-status';
 import { GRPC_API_GROUPS, GRPC_RESTRICTED_PREFIX, RestrictedApis, grpcRestrictedError } from '../restricted-api';
+
+/** ModelInfer's path, which the server serves on node:http2 directly (see direct-unary.ts). */
+const MODEL_INFER_PATH = '/inference.GRPCInferenceService/ModelInfer';
 
 /** How long a forced close lets calls it has just failed send their status before it cuts connections. */
 const FORCE_GRACE_MS = 2000;
@@ -40,13 +46,23 @@ export class GrpcServer implements Transport {
     this.credentials = grpcServerCredentials(core.config);
     const max = core.config.grpcMaxMessageSize;
     this.server = new grpc.Server({ 'grpc.max_receive_message_length': max, 'grpc.max_send_message_length': max });
-    if (!widenFlowControl(this.server, core.config.grpcFlowControlWindow)) {
-      logger.warn('gRPC: this grpc-js does not let the HTTP/2 flow-control windows be set; large messages will be slower');
-    }
     const ctx: GrpcContext = { core, tracker: this.tracker, forwardHeader: headerMatcher(core.config.grpcHeaderForwardPattern, 'grpcHeaderForwardPattern') };
     const protos = loadProtos('string');
     const restricted = RestrictedApis.parse(core.config.grpcRestrictedProtocol, 'grpcRestrictedProtocol', GRPC_RESTRICTED_PREFIX);
-    this.server.addService(withDirectCodecs(protos.inference), restrict(inferenceService(ctx), restricted));
+    const inference = restrict(inferenceService(ctx), restricted);
+    this.server.addService(withDirectCodecs(protos.inference), inference);
+    const modelInfer: DirectUnaryMethod<ModelInferResponseMessage> = {
+      path: MODEL_INFER_PATH,
+      handler: inference.ModelInfer as unknown as UnaryHandler<ModelInferResponseMessage>,
+      encode: encodeFramedModelInferResponse,
+      maxReceive: max,
+      maxSend: max,
+    };
+    const route = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) =>
+      headers[':path'] === MODEL_INFER_PATH && serveDirectUnary(stream, headers, modelInfer);
+    if (!shapeHttp2Servers(this.server, core.config.grpcFlowControlWindow, route)) {
+      logger.warn('gRPC: this grpc-js does not let its HTTP/2 servers be shaped; ModelInfer runs on grpc-js with 64 KiB flow-control windows, slower on large tensors');
+    }
     this.server.addService(protos.health, restrict(healthService(ctx), restricted));
   }
 

@@ -13,6 +13,33 @@ export function encodeModelInferResponse(msg: ModelInferResponseMessage): Buffer
   return w.finish();
 }
 
+/** Raw outputs at least this large are written where they lie rather than copied into the message. */
+const WRITTEN_IN_PLACE_BYTES = 64 * 1024;
+
+/**
+ * Encodes a ModelInferResponse as a gRPC length-prefixed message (the 5-byte frame header first), in pieces
+ * to write one after another: large `raw_output_contents` entries are pieces of their own, the tensors' bytes
+ * as they are, so a 4 MB output is sent without being copied; everything else shares one buffer.
+ */
+export function encodeFramedModelInferResponse(msg: ModelInferResponseMessage): { pieces: Uint8Array[]; messageLength: number } {
+  const messageLength = responseSize(msg);
+  let inPlace = 0;
+  for (const raw of msg.raw_output_contents) if (raw.byteLength >= WRITTEN_IN_PLACE_BYTES) inPlace += raw.byteLength;
+  const w = new Writer(5 + messageLength - inPlace);
+  w.frameHeader(messageLength);
+  const pieces: Uint8Array[] = [];
+  let from = 0;
+  writeResponse(w, msg, (raw) => {
+    if (raw.byteLength < WRITTEN_IN_PLACE_BYTES) return false;
+    pieces.push(w.slice(from), raw);
+    from = w.position;
+    return true;
+  });
+  pieces.push(w.slice(from));
+  w.finish();
+  return { pieces, messageLength };
+}
+
 /** Encodes a stream response: `error_message`, and the embedded response when there is one. */
 export function encodeModelStreamInferResponse(msg: ModelStreamInferResponseMessage): Buffer {
   const inner = msg.infer_response ? responseSize(msg.infer_response) : -1;
@@ -33,7 +60,8 @@ function responseSize(m: ModelInferResponseMessage): number {
   return n;
 }
 
-function writeResponse(w: Writer, m: ModelInferResponseMessage): void {
+/** Writes `m`; `elsewhere` may take a raw output entry to send apart, after its tag and length (true when it does). */
+function writeResponse(w: Writer, m: ModelInferResponseMessage, elsewhere?: (raw: Uint8Array) => boolean): void {
   w.name(1, m.model_name);
   w.name(2, m.model_version);
   w.string(3, m.id);
@@ -53,7 +81,7 @@ function writeResponse(w: Writer, m: ModelInferResponseMessage): void {
   for (const raw of m.raw_output_contents) {
     w.tag(6, 2);
     w.varint(raw.byteLength);
-    w.raw(raw);
+    if (!elsewhere?.(raw)) w.raw(raw);
   }
 }
 
@@ -177,6 +205,22 @@ class Writer {
 
   constructor(size: number) {
     this.buf = Buffer.allocUnsafe(size);
+  }
+
+  get position(): number {
+    return this.pos;
+  }
+
+  /** The bytes written from `from` on, as a view (valid while this writer's buffer is). */
+  slice(from: number): Buffer {
+    return this.buf.subarray(from, this.pos);
+  }
+
+  /** gRPC's message prefix: not compressed, then the length, big-endian. */
+  frameHeader(length: number): void {
+    this.buf[this.pos++] = 0;
+    this.buf.writeUInt32BE(length, this.pos);
+    this.pos += 4;
   }
 
   finish(): Buffer {

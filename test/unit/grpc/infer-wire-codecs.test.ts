@@ -1,6 +1,6 @@
 import type { MethodDefinition } from '@grpc/grpc-js';
 import { decodeModelInferRequest } from '../../../lib/server/grpc/infer-request-decoder';
-import { encodeModelInferResponse, encodeModelStreamInferResponse } from '../../../lib/server/grpc/infer-response-encoder';
+import { encodeFramedModelInferResponse, encodeModelInferResponse, encodeModelStreamInferResponse } from '../../../lib/server/grpc/infer-response-encoder';
 import type { InferParameterMap, Int64, ModelInferRequestMessage, ModelInferResponseMessage, ModelStreamInferResponseMessage } from '../../../lib/protocol/messages';
 import { loadProtos } from '../../../lib/protocol/protos';
 
@@ -169,6 +169,40 @@ describe('encodeModelInferResponse', () => {
     const back = infer.responseDeserialize(encodeModelInferResponse(msg));
     expect(back.outputs[0]?.shape).toEqual(['9223372036854775807', '-1', '0']);
     expect(back.raw_output_contents).toHaveLength(1);
+  });
+});
+
+describe('encodeFramedModelInferResponse', () => {
+  it.each(Array.from({ length: 50 }, (_, i) => i))('frames random response %i as the gRPC message encodeModelInferResponse gives', (seed) => {
+    const msg = randomResponse(seed);
+    const { pieces, messageLength } = encodeFramedModelInferResponse(msg);
+    const message = encodeModelInferResponse(msg);
+    expect(messageLength).toBe(message.length);
+    const prefix = Buffer.alloc(5);
+    prefix.writeUInt32BE(message.length, 1);
+    expect(Buffer.concat(pieces)).toEqual(Buffer.concat([prefix, message]));
+  });
+
+  it('writes large raw outputs as pieces of their own, the tensor bytes themselves, and copies small ones', () => {
+    const large = new Uint8Array(new Float32Array(40_000).fill(1.5).buffer);
+    const small = Uint8Array.of(1, 2, 3, 4);
+    const msg: ModelInferResponseMessage = {
+      model_name: 'm',
+      model_version: '1',
+      id: 'r',
+      outputs: [
+        { name: 'A', datatype: 'FP32', shape: [40_000] },
+        { name: 'B', datatype: 'UINT8', shape: [4] },
+        { name: 'C', datatype: 'FP32', shape: [40_000] },
+      ],
+      raw_output_contents: [large, small, large],
+    };
+    const { pieces } = encodeFramedModelInferResponse(msg);
+    expect(pieces).toHaveLength(5);
+    expect(pieces[1]).toBe(large);
+    expect(pieces[3]).toBe(large);
+    const back = infer.responseDeserialize(Buffer.concat(pieces).subarray(5));
+    expect(back.raw_output_contents.map((r) => Buffer.from(r))).toEqual([Buffer.from(large), Buffer.from(small), Buffer.from(large)]);
   });
 });
 
