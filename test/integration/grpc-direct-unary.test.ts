@@ -256,3 +256,55 @@ describe('shapeHttp2Servers: routing streams before grpc-js', () => {
     }
   });
 });
+
+describe('ModelInfer on node:http2 directly: a connection that breaks', () => {
+  it('cancels the call and keeps the server up when the client connection is cut mid-call', async () => {
+    const server = http2.createServer();
+    const cancelled: string[] = [];
+    let entered!: () => void;
+    const inHandler = new Promise<void>((resolve) => (entered = resolve));
+    const method: DirectUnaryMethod<Buffer> = {
+      path: PATH,
+      handler: (c) => {
+        c.once('cancelled', () => cancelled.push('cancelled'));
+        entered();
+      },
+      encode: (value) => ({ pieces: [framed(value)], messageLength: value.length }),
+      maxReceive: -1,
+      maxSend: -1,
+    };
+    server.on('stream', (stream, headers) => serveDirectUnary(stream, headers, method));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as AddressInfo).port;
+    try {
+      // One call waits in its handler while its connection is cut with a TCP reset; another is cut while still
+      // sending its message.
+      const a = http2.connect(`http://127.0.0.1:${port}`);
+      a.on('error', () => {});
+      const waiting = a.request({ ':method': 'POST', ':path': PATH, 'content-type': 'application/grpc' });
+      waiting.on('error', () => {});
+      waiting.end(framed(Buffer.from('x')));
+      await inHandler;
+      const b = http2.connect(`http://127.0.0.1:${port}`);
+      b.on('error', () => {});
+      const sending = b.request({ ':method': 'POST', ':path': PATH, 'content-type': 'application/grpc' });
+      sending.on('error', () => {});
+      sending.write(framed(Buffer.alloc(100_000)).subarray(0, 50_000));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      a.socket.resetAndDestroy();
+      b.socket.resetAndDestroy();
+      while (cancelled.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      // The server still answers.
+      const c = http2.connect(`http://127.0.0.1:${port}`);
+      const req = c.request({ ':method': 'POST', ':path': PATH, 'content-type': 'application/grpc' });
+      const status = new Promise<http2.IncomingHttpHeaders>((resolve) => req.on('response', resolve));
+      req.end();
+      const headers = await status;
+      c.close();
+      expect([headers[':status'], headers['grpc-status']]).toEqual([200, String(grpc.status.UNIMPLEMENTED)]);
+      expect(cancelled).toEqual(['cancelled']);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});

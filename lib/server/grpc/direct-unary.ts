@@ -92,6 +92,9 @@ export class DirectUnaryCall<Res> extends EventEmitter {
     if (Number.isFinite(deadline)) {
       this.deadlineTimer = setTimeout(() => this.sendStatus({ code: Status.DEADLINE_EXCEEDED, details: 'Deadline exceeded' }), Math.max(0, deadline - Date.now()));
     }
+    // A reset or a broken connection ends the stream with an error, then 'close': the call is cancelled. Without
+    // a listener, the error would be thrown and take the process down.
+    stream.on('error', () => this.notifyCancelled());
     stream.once('close', () => this.notifyCancelled());
     stream.on('data', (chunk: Buffer) => this.read(chunk));
     stream.once('end', () => this.halfClosed());
