@@ -1,20 +1,21 @@
 """Side by side: tstriton against PyTriton (tritonserver) and MLServer, the same models and the same load tools.
 
     bash bench/peers/install.sh                        # once: venvs, ghz, wrk, perf_analyzer
-    npm run build                                      # tstriton's server (dist/bench/peers/serve-tstriton.js)
-    /opt/peers-pytriton/bin/python bench/peers/run.py [--rounds 3 --duration 4 --servers tstriton,pytriton,mlserver
-                                                       --cells small,mlp,large --no-write]
+    npm run bench:peers [-- --rounds 3 --duration 2 --servers tstriton,pytriton,mlserver --cells small,mlp,large
+                            --no-write]               # builds, then runs this file in the PyTriton venv
 
 One server at a time runs pinned to CPU 0 (`taskset -c 0`, with every process it starts); the load tool runs pinned
 to CPU 1. In each round every server serves every cell it can; the order of the servers rotates from round to round.
 The ratio of a cell is tstriton's throughput over the peer's in the same round; the table gives the median over the
-rounds and the range. Results go to docs/performance.md (the peers block) and the plots to docs/images/.
+rounds and the range. The block goes to docs/performance.md through write-block.ts (bench/harness/doc-block.ts),
+the plots to docs/images/.
 """
 import argparse
 import json
 import os
 import platform
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -29,7 +30,6 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-DOC = ROOT / "docs" / "performance.md"
 IMAGES = ROOT / "docs" / "images"
 PROTO_DIR = ROOT / "lib" / "protocol" / "proto"
 PYTRITON_VENV = Path(os.environ.get("PEERS_PYTRITON_VENV", "/opt/peers-pytriton"))
@@ -192,8 +192,12 @@ def perf_analyzer(protocol: str, p: Payload, c: int, duration: float) -> Result:
     # at concurrency 64 (it kept sending but never ended a measurement).
     for n, a in p.arrays() if p.model == "identity" else []:
         shapes += ["--shape", f"{n}:{','.join(str(d) for d in a.shape[1:])}"]
+    # perf_analyzer 2.51 sums up a window on its main thread in time that grows with the square of the window's
+    # requests; above ~15k requests in a window it no longer finishes on the one load core while the load goes on.
+    # At concurrency 64 the window is therefore at most 0.5 s (for every server in the cell).
+    window_ms = int(min(duration, 0.5) * 1000) if c >= 64 else int(duration * 1000)
     cmd = ["perf_analyzer", "-m", p.model, "-i", protocol, "-u", url, "-b", "1", "--concurrency-range", str(c),
-           "--measurement-interval", str(int(duration * 1000)), "--stability-percentage", "50", "--max-trials", "6", *shapes]
+           "--measurement-interval", str(window_ms), "--stability-percentage", "50", "--max-trials", "6", *shapes]
     out = subprocess.run(pinned(cmd), capture_output=True, text=True, timeout=duration * 8 + 45)
     text = out.stdout + out.stderr
     m = re.search(r"Throughput: ([\d.]+) infer/sec", text)
@@ -277,7 +281,7 @@ def cells() -> list:
         out += [Cell("small", "perf_analyzer", "grpc", "add_sub", c), Cell("small", "perf_analyzer", "http-binary", "add_sub", c),
                 Cell("small", "ghz", "grpc", "add_sub", c), Cell("small", "wrk", "http-json", "add_sub", c)]
     out += [Cell("small", "ghz", "grpc", "identity16", 8), Cell("small", "wrk", "http-json", "identity16", 8)]
-    out += [Cell("mlp", "perf_analyzer", "grpc", "mlp", 8), Cell("mlp", "wrk", "http-json", "mlp", 8)]
+    out += [Cell("mlp", "perf_analyzer", "grpc", "mlp", 8), Cell("mlp", "ghz", "grpc", "mlp", 8), Cell("mlp", "wrk", "http-json", "mlp", 8)]
     out += [Cell("large", "perf_analyzer", "grpc", "identity4MB", 4), Cell("large", "ghz", "grpc", "identity4MB", 4),
             Cell("large", "wrk", "http-json", "identity4MB", 4), Cell("large", "perf_analyzer", "http-binary", "identity4MB", 4)]
     return out
@@ -351,7 +355,8 @@ def run(args) -> dict:
                           + (f", {r.errors} errors" if r.errors else ""), flush=True)
             finally:
                 running.stop()
-    return {"cells": todo, "results": results, "servers": [s.name for s in chosen], "rounds": args.rounds, "duration": args.duration, "served_by": served_by}
+    return {"cells": todo, "results": results, "servers": [s.name for s in chosen], "rounds": args.rounds, "duration": args.duration, "served_by": served_by,
+            "groups": args.cells}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -361,18 +366,29 @@ def run(args) -> dict:
 def versions() -> dict:
     def cmd(c):
         try:
-            return subprocess.run(c, capture_output=True, text=True, timeout=60).stdout.strip()
+            out = subprocess.run(c, capture_output=True, text=True, timeout=60)
+            return (out.stdout + out.stderr).strip()
         except OSError:
             return "?"
     pip = lambda venv, pkg: cmd([str(venv / "bin" / "python"), "-c", f"import importlib.metadata as m; print(m.version('{pkg}'))"])  # noqa: E731
+    # ghz built by `go install` says "dev" to --version; the module version is in the binary's build info.
+    ghz_mod = re.search(r"^\s*mod\s+github.com/bojand/ghz\s+(\S+)", cmd(["/usr/local/go/bin/go", "version", "-m", shutil.which("ghz") or "ghz"]), re.M)
+    pa = re.search(r"Version (\S+)", cmd(["perf_analyzer", "--version"]))
+    ort_node = json.loads((ROOT / "node_modules" / "onnxruntime-node" / "package.json").read_text()).get("version", "?")
     return {
-        "tstriton": cmd(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"]),
+        "tstriton": cmd(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"])
+        + (" with uncommitted changes in lib/" if cmd(["git", "-C", str(ROOT), "status", "--porcelain", "lib"]) else ""),
         "node": cmd(["node", "--version"]),
+        "ort_node": ort_node,
         "pytriton": pip(PYTRITON_VENV, "nvidia-pytriton"),
+        "ort_pytriton": pip(PYTRITON_VENV, "onnxruntime"),
+        "python_pytriton": cmd([str(PYTRITON_VENV / "bin" / "python"), "-c", "import platform; print(platform.python_version())"]),
         "mlserver": pip(MLSERVER_VENV, "mlserver"),
-        "perf_analyzer": "tritonclient 2.51.0 wheel",
-        "ghz": cmd(["ghz", "--version"]),
-        "wrk": cmd(["bash", "-c", "wrk -v 2>&1 | head -1"]),
+        "python_mlserver": cmd([str(MLSERVER_VENV / "bin" / "python"), "-c", "import platform; print(platform.python_version())"]),
+        "ort_mlserver": pip(MLSERVER_VENV, "onnxruntime"),
+        "perf_analyzer": pa.group(1) if pa else "?",
+        "ghz": ghz_mod.group(1) if ghz_mod else "?",
+        "wrk": cmd(["bash", "-c", "wrk -v 2>&1 | head -1 | cut -d' ' -f2"]),
     }
 
 
@@ -387,17 +403,19 @@ def fmt(x: float, digits=0) -> str:
     return "—" if x != x else f"{x:,.{digits}f}"
 
 
-def report(data: dict, started: str) -> str:
+def report(data: dict) -> str:
+    """The block's body: run, versions, the table, the plots and the method (the title and provenance lines are
+    added by write-block.ts)."""
     res, cells_, names = data["results"], data["cells"], data["servers"]
     peers = [s for s in names if s != "tstriton"]
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
     v = versions()
-    lines = ["## Side by side: PyTriton and MLServer", "",
-             f"Measured {started} by `bench/peers/run.py` on {cpu}, nproc {os.cpu_count()}, Linux {platform.release()}; "
-             f"{data['rounds']} rounds, {data['duration']} s per cell; the 4 MB cells 8× that with wrk, 4× with ghz and 2× with perf_analyzer.", "",
-             f"Versions: tstriton at {v['tstriton']} on Node {v['node']}; PyTriton {v['pytriton']}; MLServer {v['mlserver']}; "
-             f"as the servers report themselves (`GET /v2`): {'; '.join(f'{k}: {x}' for k, x in data['served_by'].items())}; "
-             f"perf_analyzer from the {v['perf_analyzer']}; ghz {v['ghz']}; {v['wrk']}.", ""]
+    lines = [f"{data['rounds']} round{'s' if data['rounds'] != 1 else ''}, {data['duration']} s per cell (the 4 MB cells 8× that "
+             f"with wrk, 4× with ghz and 2× with perf_analyzer); servers {', '.join(names)}; cells {', '.join(data['groups'])}.", "",
+             f"Versions: tstriton at {v['tstriton']} on Node {v['node']} (onnxruntime-node {v['ort_node']}); "
+             + (f"PyTriton {v['pytriton']} on Python {v['python_pytriton']} (onnxruntime {v['ort_pytriton']}); " if "pytriton" in names else "")
+             + (f"MLServer {v['mlserver']} on Python {v['python_mlserver']} (onnxruntime {v['ort_mlserver']}); " if "mlserver" in names else "")
+             + f"as the servers name themselves (`GET /v2`): {'; '.join(f'{k}: {x}' for k, x in data['served_by'].items())}; "
+             + f"perf_analyzer {v['perf_analyzer']}, ghz {v['ghz']}, wrk {v['wrk']}.", ""]
     head = "| cell | " + " | ".join(f"{s} req/s (p50 / p99 µs)" for s in names) + " | " + " | ".join(f"tstriton / {p}" for p in peers) + " |"
     lines += [head, "| --- |" + " ---: |" * (len(names) + len(peers))]
     for cell in cells_:
@@ -421,36 +439,53 @@ def report(data: dict, started: str) -> str:
         lines.append("| " + " | ".join(row) + " |")
     lines += ["", "![Throughput against concurrency, add_sub, per protocol and tool](images/peers-throughput.png)", "",
               "![p50 and p99 latency, add_sub at c=8](images/peers-latency.png)", "",
+              "![The mlp cells](images/peers-mlp.png)", "",
               "![The 4 MB identity cells](images/peers-large.png)", "", METHOD]
     return "\n".join(lines)
 
 
 METHOD = """**Method.**
 - The same three models in every server: `add_sub` (two FP32 [16] inputs, their sum and difference), `identity`
-  (FP32 [-1], output = input; 16 elements for the small cells, 1,000,000 = 4 MB for the large ones) and `mlp`
-  (test/fixtures/onnx/mlp_1024x4.onnx, four 1024×1024 layers, run by onnxruntime with one intra-op thread:
-  onnxruntime-node in tstriton, the Python package in the other two). tstriton: bench/peers/serve-tstriton.ts;
-  PyTriton: bench/peers/serve_pytriton.py; MLServer: bench/peers/mlserver/. Every request carries batch 1.
-- Batching as each server has it: tstriton and PyTriton with a dynamic batcher and no queue delay (`max_batch_size`
-  64, identity 8); MLServer without adaptive batching (`max_batch_size: 0`), because its adaptive batcher always
-  waits up to `max_batch_time` for a batch to fill, which at concurrency 1 is pure added latency.
-- One server at a time, pinned with everything it starts to CPU 0 (`taskset -c 0`); the load tool pinned to CPU 1.
-  Each round runs every server once; the server order rotates between rounds. A ratio is tstriton's throughput over
-  the peer's in the same round: the median over rounds, with the lowest and highest round in brackets.
-- Tools, the same for every server in a cell: perf_analyzer (`--concurrency-range c`, binary tensors over HTTP)
-  for tstriton and PyTriton only, since it reads the model config, which MLServer does not serve; ghz over one
-  HTTP/2 connection with the request as a serialized `ModelInferRequest` (`raw_input_contents`); wrk with one thread
-  and c connections posting the JSON request. A cell's latency is what its tool reports (wrk: per request over its
-  connections; ghz: per call). Errors (non-200 answers, failed calls) are counted and left out of the throughput.
-- Caveats that make a cell unfair: PyTriton runs tritonserver (C++) and a Python process per model, all sharing the
-  one pinned core, so its small-request figures are bounded by that hand-off; MLServer's figures are without its
-  adaptive batching; perf_analyzer and ghz each spend CPU on their own core, and on the small cells the load tool,
-  not the server, can be the bound at high concurrency (wrk is the lightest of the three).
-- A cell marked *stalled* is one whose tool did not finish in its time (8 windows and 45 s): perf_analyzer over
-  HTTP at concurrency 64 against tstriton on this machine now and then stops ending its measurement while the
-  server goes on answering other connections; it is counted as a failed round, never as a figure.
-- Rerun with `bash bench/peers/install.sh && npm run build && npm run bench:peers`; flags: `--rounds`, `--duration`,
-  `--servers`, `--cells small,mlp,large`, `--no-write`."""
+  (FP32 [-1], output = input; 16 elements for the small cells, 1,000,000 = 4 MB in and 4 MB out for the large ones)
+  and `mlp` (test/fixtures/onnx/mlp_1024x4.onnx, four relu(x·W) layers with 1024×1024 weights, x FP32 [batch,1024],
+  run by onnxruntime with one intra-op and one inter-op thread: onnxruntime-node on a worker thread in tstriton
+  (`onnxModel`), the Python package in the other two). Servers: bench/peers/serve-tstriton.ts,
+  bench/peers/serve_pytriton.py, bench/peers/mlserver/ (settings and a runtime per model). Every request carries
+  batch 1; each server is checked once to answer `identity` with its input before its load.
+- Batching as each server has it, the same max batch size: tstriton and PyTriton with their dynamic batcher and no
+  queue delay (`max_queue_delay_microseconds` 0; `max_batch_size` 64 for add_sub and mlp, 8 for identity).
+  MLServer's adaptive batcher always waits for a batch to fill, up to `max_batch_time`: it is on for `mlp`
+  (`max_batch_size` 64, `max_batch_time` 1 ms, so at c=8 each batch waits the full 1 ms) and off for `add_sub` and
+  `identity` (`max_batch_size` 0), where the wait would be most of the request's time.
+- One server at a time, pinned with every process it starts to CPU 0 (`taskset -c 0`); the load tool pinned to
+  CPU 1. Each round starts every server once and runs every cell against it; the server order rotates between
+  rounds. A ratio is tstriton's throughput over the peer's in the same round; the table gives the median over
+  rounds and, in brackets, the lowest and highest round.
+- Tools, the same for every server in a cell. *perf_analyzer* (`-b 1 --concurrency-range c`, windows of the
+  cell's duration, at most 0.5 s at c=64, stability 50 %, at most 6 windows; gRPC, and HTTP with binary tensors):
+  tstriton and PyTriton only, since it reads the model config, which MLServer does not serve. *ghz* over one
+  HTTP/2 connection, c calls in flight, the request a serialized `ModelInferRequest` with `raw_input_contents`
+  (`--binary-file`, against lib/protocol/proto/grpc_service.proto). *wrk* with one thread and c keep-alive
+  connections posting the JSON request (`data` in, JSON out). Throughput and latency are what the tool reports
+  (perf_analyzer: its stable windows; ghz: per call; wrk: per request). Errors (non-200 answers, failed calls) are
+  counted beside the figure and left out of the throughput.
+- Caveats that make a cell unfair. PyTriton is tritonserver (C++) plus a Python process per model, all on the one
+  pinned core, with a request crossing between them through shared memory and ZeroMQ: its small-request figures
+  measure that hand-off more than either side. MLServer's small and 4 MB cells run without its adaptive batching;
+  its mlp cells with it pay its 1 ms wait. perf_analyzer and ghz spend more CPU per request than wrk, and on the
+  small cells at c=64 the load core, not the server, can be the bound (most of all for tstriton, the fastest).
+  The JSON 4 MB cell encodes a million floats as text: it measures JSON parsers and printers.
+- A cell marked *stalled* is one whose tool did not finish in its time (8 windows and 45 s); it counts as a failed
+  round, never as a figure. perf_analyzer 2.51 sums up each window on its main thread in time that grows with the
+  square of the window's request count: above ~15k requests in a window (tstriton over HTTP at c=64) it stops ending
+  windows while its load goes on, hence the 0.5 s windows at c=64.
+- The machine runs other work; the load average in the second line says how much. Single rounds move by ±10 % or
+  more; the medians and paired ratios are the figures to read.
+- Run: `bash bench/peers/install.sh` once (PyTriton, onnxruntime and matplotlib in /opt/peers-pytriton, MLServer and
+  onnxruntime in /opt/peers-mlserver, ghz, wrk, perf_analyzer), then `npm run bench:peers` (build, 3 rounds of 2 s
+  cells, about 20 minutes). Flags after `--`: `--rounds N`, `--duration S`, `--servers tstriton,pytriton,mlserver`,
+  `--cells small,mlp,large`, `--no-write` (print the block, leave this file and the plots alone). Smoke test:
+  `npm run bench:peers -- --rounds 1 --duration 1 --no-write` (about 4 minutes)."""
 
 
 def plots(data: dict) -> None:
@@ -503,31 +538,24 @@ def plots(data: dict) -> None:
     fig.savefig(IMAGES / "peers-latency.png", dpi=110)
     plt.close(fig)
 
-    large = [c for c in data["cells"] if c.group == "large"]
-    fig, ax = plt.subplots(figsize=(10, 4))
-    width = 0.8 / max(1, len(names))
-    x = np.arange(len(large))
-    for i, s in enumerate(names):
-        ax.bar(x + (i - (len(names) - 1) / 2) * width, [med(s, c.label, lambda r: r.rps) for c in large], width, label=s, color=colors.get(s))
-    ax.set_xticks(x, [f"{c.protocol}\n({c.tool})" for c in large])
-    ax.set_title("identity, 4 MB in and out, concurrency 4")
-    ax.set_ylabel("requests/s")
-    ax.grid(alpha=0.3, axis="y")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(IMAGES / "peers-large.png", dpi=110)
-    plt.close(fig)
-
-
-def write_block(text: str) -> None:
-    doc = DOC.read_text()
-    start, end = "<!-- peers:start -->", "<!-- peers:end -->"
-    block = f"{start}\n{text}\n{end}"
-    if start in doc:
-        doc = doc[: doc.index(start)] + block + doc[doc.index(end) + len(end):]
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + block + "\n"
-    DOC.write_text(doc)
+    for group, title, name in (("mlp", "mlp (ONNX, 4 × 1024×1024), batch 1 per request, concurrency 8", "peers-mlp.png"),
+                               ("large", "identity, 4 MB in and out, concurrency 4", "peers-large.png")):
+        chosen = [c for c in data["cells"] if c.group == group]
+        if not chosen:
+            continue
+        fig, ax = plt.subplots(figsize=(10, 4))
+        width = 0.8 / max(1, len(names))
+        x = np.arange(len(chosen))
+        for i, s in enumerate(names):
+            ax.bar(x + (i - (len(names) - 1) / 2) * width, [med(s, c.label, lambda r: r.rps) for c in chosen], width, label=s, color=colors.get(s))
+        ax.set_xticks(x, [f"{c.protocol}\n({c.tool})" for c in chosen])
+        ax.set_title(title)
+        ax.set_ylabel("requests/s")
+        ax.grid(alpha=0.3, axis="y")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(IMAGES / name, dpi=110)
+        plt.close(fig)
 
 
 def main() -> int:
@@ -543,15 +571,21 @@ def main() -> int:
     unknown = [s for s in args.servers if s not in ("tstriton", "pytriton", "mlserver")]
     if unknown or "tstriton" not in args.servers or args.rounds < 1 or args.duration <= 0:
         ap.error(f"--servers must include tstriton and name only tstriton, pytriton, mlserver; got {args.servers}")
-    if not (ROOT / "dist" / "bench" / "peers" / "serve-tstriton.js").exists():
+    if not (ROOT / "dist" / "bench" / "peers" / "write-block.js").exists():
         ap.error("run `npm run build` first")
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    load_before = os.getloadavg()[0]
+    t0 = time.time()
     data = run(args)
-    text = report(data, started)
-    print(text)
+    body = report(data)
+    block = {"title": "Side by side: PyTriton and MLServer", "startedAt": started,
+             "command": "npm run bench:peers" + (" -- " + " ".join(sys.argv[1:]) if sys.argv[1:] else ""),
+             "source": f"bench/peers/run.py, {time.time() - t0:.0f} s", "loads": [load_before, os.getloadavg()[0]],
+             "loadNote": "a server and a load tool add about 2; other work shared the machine when it is higher", "body": body}
+    writer = ["node", str(ROOT / "dist" / "bench" / "peers" / "write-block.js")] + (["--print"] if args.no_write else [])
+    subprocess.run(writer, input=json.dumps(block), text=True, check=True)
     if not args.no_write:
         plots(data)
-        write_block(text)
     return 0
 
 

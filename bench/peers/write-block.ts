@@ -1,0 +1,43 @@
+/**
+ * Writes the peers block of docs/performance.md for bench/peers/run.py, through the same harness as the other
+ * benches (bench/harness/doc-block.ts): the block's title, the provenance lines, then the body run.py made.
+ *
+ *   node dist/bench/peers/write-block.js [--print] < block.json
+ *
+ * block.json: `{ title, startedAt, command, source, loads: [before, after], loadNote, body }`. With `--print` the
+ * block goes to stdout and the file is left as it is.
+ */
+import { readFileSync } from 'node:fs';
+import { docBlock, provenanceLines, writeDocBlock } from '../harness/doc-block';
+
+/** What run.py sends on stdin. */
+interface PeersBlock {
+  title: string;
+  startedAt: string;
+  command: string;
+  source: string;
+  loads: [number, number];
+  loadNote: string;
+  body: string;
+}
+
+function main(): void {
+  const input = JSON.parse(readFileSync(0, 'utf8')) as PeersBlock;
+  const text = [
+    `## ${input.title}`,
+    '',
+    ...provenanceLines({
+      startedAt: new Date(input.startedAt),
+      command: input.command,
+      source: input.source,
+      loads: input.loads,
+      loadNote: input.loadNote,
+    }),
+    '',
+    input.body,
+  ].join('\n');
+  if (process.argv.includes('--print')) process.stdout.write(`${docBlock('peers', text)}\n`);
+  else process.stdout.write(`${writeDocBlock('peers', text)}\n`);
+}
+
+main();
