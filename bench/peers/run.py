@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +31,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 IMAGES = ROOT / "docs" / "images"
+RESULTS = ROOT / "bench" / "results"
 PROTO_DIR = ROOT / "lib" / "protocol" / "proto"
 PYTRITON_VENV = Path(os.environ.get("PEERS_PYTRITON_VENV", "/opt/peers-pytriton"))
 MLSERVER_VENV = Path(os.environ.get("PEERS_MLSERVER_VENV", "/opt/peers-mlserver"))
@@ -356,7 +357,7 @@ def run(args) -> dict:
             finally:
                 running.stop()
     return {"cells": todo, "results": results, "servers": [s.name for s in chosen], "rounds": args.rounds, "duration": args.duration, "served_by": served_by,
-            "groups": args.cells}
+            "groups": args.cells, "versions": versions()}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -408,7 +409,7 @@ def report(data: dict) -> str:
     added by write-block.ts)."""
     res, cells_, names = data["results"], data["cells"], data["servers"]
     peers = [s for s in names if s != "tstriton"]
-    v = versions()
+    v = data["versions"]
     lines = [f"{data['rounds']} round{'s' if data['rounds'] != 1 else ''}, {data['duration']} s per cell (the 4 MB cells 8× that "
              f"with wrk, 4× with ghz and 2× with perf_analyzer); servers {', '.join(names)}; cells {', '.join(data['groups'])}.", "",
              f"Versions: tstriton at {v['tstriton']} on Node {v['node']} (onnxruntime-node {v['ort_node']}); "
@@ -416,7 +417,7 @@ def report(data: dict) -> str:
              + (f"MLServer {v['mlserver']} on Python {v['python_mlserver']} (onnxruntime {v['ort_mlserver']}); " if "mlserver" in names else "")
              + f"as the servers name themselves (`GET /v2`): {'; '.join(f'{k}: {x}' for k, x in data['served_by'].items())}; "
              + f"perf_analyzer {v['perf_analyzer']}, ghz {v['ghz']}, wrk {v['wrk']}.", ""]
-    head = "| cell | " + " | ".join(f"{s} req/s (p50 / p99 µs)" for s in names) + " | " + " | ".join(f"tstriton / {p}" for p in peers) + " |"
+    head = "| " + " | ".join(["cell", *(f"{s} req/s (p50 / p99 µs)" for s in names), *(f"tstriton / {p}" for p in peers)]) + " |"
     lines += [head, "| --- |" + " ---: |" * (len(names) + len(peers))]
     for cell in cells_:
         row = [cell.label]
@@ -429,7 +430,7 @@ def report(data: dict) -> str:
             stalled = len(rs) - len(done)
             note = (f", {sum(r.errors for r in rs)} errors" if any(r.errors for r in rs) else "") + (f", stalled in {stalled} of {len(rs)} rounds" if stalled else "")
             if not done:
-                row.append("stalled" + note)
+                row.append(f"stalled in all {len(rs)} rounds" + (f", {sum(r.errors for r in rs)} errors" if any(r.errors for r in rs) else ""))
                 continue
             med = lambda f: statistics.median(f(r) for r in done)  # noqa: E731
             row.append(f"{med(lambda r: r.rps):,.1f} ({fmt(med(lambda r: r.p50_us))} / {fmt(med(lambda r: r.p99_us))})" + note)
@@ -484,7 +485,8 @@ METHOD = """**Method.**
 - Run: `bash bench/peers/install.sh` once (PyTriton, onnxruntime and matplotlib in /opt/peers-pytriton, MLServer and
   onnxruntime in /opt/peers-mlserver, ghz, wrk, perf_analyzer), then `npm run bench:peers` (build, 3 rounds of 2 s
   cells, about 20 minutes). Flags after `--`: `--rounds N`, `--duration S`, `--servers tstriton,pytriton,mlserver`,
-  `--cells small,mlp,large`, `--no-write` (print the block, leave this file and the plots alone). Smoke test:
+  `--cells small,mlp,large`, `--no-write` (print the block, leave this file and the plots alone), `--from FILE`
+  (make the block and plots again from a run's figures, which every run saves in bench/results/). Smoke test:
   `npm run bench:peers -- --rounds 1 --duration 1 --no-write` (about 4 minutes)."""
 
 
@@ -538,8 +540,9 @@ def plots(data: dict) -> None:
     fig.savefig(IMAGES / "peers-latency.png", dpi=110)
     plt.close(fig)
 
-    for group, title, name in (("mlp", "mlp (ONNX, 4 × 1024×1024), batch 1 per request, concurrency 8", "peers-mlp.png"),
-                               ("large", "identity, 4 MB in and out, concurrency 4", "peers-large.png")):
+    # The 4 MB JSON cell runs at a few requests per second beside tens over binary: a log scale shows both.
+    for group, title, name, log in (("mlp", "mlp (ONNX, 4 × 1024×1024), batch 1 per request, concurrency 8", "peers-mlp.png", False),
+                                    ("large", "identity, 4 MB in and out, concurrency 4 (log scale)", "peers-large.png", True)):
         chosen = [c for c in data["cells"] if c.group == group]
         if not chosen:
             continue
@@ -547,7 +550,11 @@ def plots(data: dict) -> None:
         width = 0.8 / max(1, len(names))
         x = np.arange(len(chosen))
         for i, s in enumerate(names):
-            ax.bar(x + (i - (len(names) - 1) / 2) * width, [med(s, c.label, lambda r: r.rps) for c in chosen], width, label=s, color=colors.get(s))
+            ys = [med(s, c.label, lambda r: r.rps) for c in chosen]
+            bars = ax.bar(x + (i - (len(names) - 1) / 2) * width, ys, width, label=s, color=colors.get(s))
+            ax.bar_label(bars, ["" if y != y else f"{y:,.1f}" if y < 10 else f"{y:,.0f}" for y in ys], fontsize=8)
+        if log:
+            ax.set_yscale("log")
         ax.set_xticks(x, [f"{c.protocol}\n({c.tool})" for c in chosen])
         ax.set_title(title)
         ax.set_ylabel("requests/s")
@@ -558,6 +565,25 @@ def plots(data: dict) -> None:
         plt.close(fig)
 
 
+def save(data: dict, block: dict) -> Path:
+    """Keeps a run's figures (bench/results/, not committed), so the block and plots can be made again with --from."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS / f"peers-{block['startedAt'].replace(':', '')}.json"
+    rows = [{"server": server, "cell": asdict(cell), "rounds": [asdict(r) for r in data["results"][(server, cell.label)]]}
+            for cell in data["cells"] for server in data["servers"] if (server, cell.label) in data["results"]]
+    plain = {k: v for k, v in data.items() if k not in ("cells", "results")}
+    out.write_text(json.dumps({"block": block, "data": {**plain, "cells": [asdict(c) for c in data["cells"]], "rows": rows}}, indent=1))
+    return out
+
+
+def load(path: Path) -> tuple:
+    saved = json.loads(path.read_text())
+    data = saved["data"]
+    cells_ = [Cell(**c) for c in data.pop("cells")]
+    results = {(row["server"], Cell(**row["cell"]).label): [Result(**r) for r in row["rounds"]] for row in data.pop("rows")}
+    return {**data, "cells": cells_, "results": results}, saved["block"]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
@@ -565,6 +591,7 @@ def main() -> int:
     ap.add_argument("--servers", default="tstriton,pytriton,mlserver")
     ap.add_argument("--cells", default="small,mlp,large", help="groups of cells: small, mlp, large")
     ap.add_argument("--no-write", action="store_true", help="print the block; leave docs/performance.md and the plots as they are")
+    ap.add_argument("--from", dest="source", type=Path, help="make the block and plots from a run saved in bench/results/, without measuring")
     args = ap.parse_args()
     args.servers = args.servers.split(",")
     args.cells = args.cells.split(",")
@@ -573,17 +600,20 @@ def main() -> int:
         ap.error(f"--servers must include tstriton and name only tstriton, pytriton, mlserver; got {args.servers}")
     if not (ROOT / "dist" / "bench" / "peers" / "write-block.js").exists():
         ap.error("run `npm run build` first")
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    load_before = os.getloadavg()[0]
-    t0 = time.time()
-    data = run(args)
-    body = report(data)
-    block = {"title": "Side by side: PyTriton and MLServer", "startedAt": started,
-             "command": "npm run bench:peers" + (" -- " + " ".join(sys.argv[1:]) if sys.argv[1:] else ""),
-             "source": f"bench/peers/run.py, {time.time() - t0:.0f} s", "loads": [load_before, os.getloadavg()[0]],
-             "loadNote": "a server and a load tool add about 2; other work shared the machine when it is higher", "body": body}
+    if args.source:
+        data, block = load(args.source)
+    else:
+        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        load_before = os.getloadavg()[0]
+        t0 = time.time()
+        data = run(args)
+        block = {"title": "Side by side: PyTriton and MLServer", "startedAt": started,
+                 "command": "npm run bench:peers" + (" -- " + " ".join(sys.argv[1:]) if sys.argv[1:] else ""),
+                 "source": f"bench/peers/run.py, {time.time() - t0:.0f} s", "loads": [load_before, os.getloadavg()[0]],
+                 "loadNote": "a server and a load tool add about 2; other work shared the machine when it is higher"}
+        print(f"figures saved to {save(data, block).relative_to(ROOT)}", flush=True)
     writer = ["node", str(ROOT / "dist" / "bench" / "peers" / "write-block.js")] + (["--print"] if args.no_write else [])
-    subprocess.run(writer, input=json.dumps(block), text=True, check=True)
+    subprocess.run(writer, input=json.dumps({**block, "body": report(data)}), text=True, check=True)
     if not args.no_write:
         plots(data)
     return 0
