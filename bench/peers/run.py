@@ -193,9 +193,9 @@ def perf_analyzer(protocol: str, p: Payload, c: int, duration: float) -> Result:
     # at concurrency 64 (it kept sending but never ended a measurement).
     for n, a in p.arrays() if p.model == "identity" else []:
         shapes += ["--shape", f"{n}:{','.join(str(d) for d in a.shape[1:])}"]
-    # perf_analyzer 2.51 sums up a window on its main thread in time that grows with the square of the window's
-    # requests; above ~15k requests in a window it no longer finishes on the one load core while the load goes on.
-    # At concurrency 64 the window is therefore at most 0.5 s (for every server in the cell).
+    # perf_analyzer 2.51 sums up a window on its main thread in time that grows faster than the window's request
+    # count; at ~16k requests a window (tstriton, HTTP, c=64, 1 s) it never finished on the shared load core while
+    # the load went on. At concurrency 64 the window is therefore at most 0.5 s (for every server in the cell).
     window_ms = int(min(duration, 0.5) * 1000) if c >= 64 else int(duration * 1000)
     cmd = ["perf_analyzer", "-m", p.model, "-i", protocol, "-u", url, "-b", "1", "--concurrency-range", str(c),
            "--measurement-interval", str(window_ms), "--stability-percentage", "50", "--max-trials", "6", *shapes]
@@ -477,9 +477,10 @@ METHOD = """**Method.**
   small cells at c=64 the load core, not the server, can be the bound (most of all for tstriton, the fastest).
   The JSON 4 MB cell encodes a million floats as text: it measures JSON parsers and printers.
 - A cell marked *stalled* is one whose tool did not finish in its time (8 windows and 45 s); it counts as a failed
-  round, never as a figure. perf_analyzer 2.51 sums up each window on its main thread in time that grows with the
-  square of the window's request count: above ~15k requests in a window (tstriton over HTTP at c=64) it stops ending
-  windows while its load goes on, hence the 0.5 s windows at c=64.
+  round, never as a figure. perf_analyzer 2.51 sums up each window on its main thread
+  (`InferenceProfiler::ValidLatencyMeasurement`), in time that grows faster than the window's request count; with
+  1 s windows against tstriton over HTTP at c=64 (about 16k requests a window) that thread, sharing the load core
+  with 64 sending threads, never finished a window while the load went on, hence the 0.5 s windows at c=64.
 - The machine runs other work; the load average in the second line says how much. Single rounds move by ±10 % or
   more; the medians and paired ratios are the figures to read.
 - Run: `bash bench/peers/install.sh` once (PyTriton, onnxruntime and matplotlib in /opt/peers-pytriton, MLServer and
@@ -492,6 +493,7 @@ METHOD = """**Method.**
 
 def plots(data: dict) -> None:
     import matplotlib
+    import matplotlib.ticker
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     res, names = data["results"], data["servers"]
@@ -555,11 +557,13 @@ def plots(data: dict) -> None:
             ax.bar_label(bars, ["" if y != y else f"{y:,.1f}" if y < 10 else f"{y:,.0f}" for y in ys], fontsize=8)
         if log:
             ax.set_yscale("log")
+            ax.set_ylim(bottom=1)
+            ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:g}"))
         ax.set_xticks(x, [f"{c.protocol}\n({c.tool})" for c in chosen])
         ax.set_title(title)
         ax.set_ylabel("requests/s")
         ax.grid(alpha=0.3, axis="y")
-        ax.legend()
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
         fig.tight_layout()
         fig.savefig(IMAGES / name, dpi=110)
         plt.close(fig)
