@@ -1,4 +1,4 @@
-import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Max, Min } from 'class-validator';
+import { IsArray, IsBoolean, IsIn, IsInt, IsNumber, IsOptional, IsString, Max, Min } from 'class-validator';
 import { TritonError } from '../errors';
 import { assignKnown } from './validate';
 
@@ -7,8 +7,11 @@ export const LOG_LEVELS = ['silent', 'error', 'warn', 'info', 'debug'] as const;
 /** A log level. */
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
-/** Triton's model control modes: `none` loads every bound model at start and refuses load/unload. */
-export const MODEL_CONTROL_MODES = ['none', 'explicit'] as const;
+/**
+ * Triton's model control modes: `none` loads every model at start and refuses load/unload; `explicit` loads the
+ * `loadModel` ones (all bound models) and serves load/unload; `poll` also follows the repositories on disk.
+ */
+export const MODEL_CONTROL_MODES = ['none', 'explicit', 'poll'] as const;
 /** A model control mode. */
 export type ModelControlMode = (typeof MODEL_CONTROL_MODES)[number];
 
@@ -37,6 +40,10 @@ export interface TritonConfigInit {
   allowSharedMemory?: boolean;
   traceFile?: string;
   modelControlMode?: ModelControlMode;
+  modelRepository?: readonly string[];
+  loadModel?: readonly string[];
+  repositoryPollSeconds?: number;
+  strictModelConfig?: boolean;
   httpRestrictedApi?: string;
   grpcRestrictedProtocol?: string;
   grpcUseSsl?: boolean;
@@ -75,6 +82,10 @@ const KEYS = [
   'allowSharedMemory',
   'traceFile',
   'modelControlMode',
+  'modelRepository',
+  'loadModel',
+  'repositoryPollSeconds',
+  'strictModelConfig',
   'httpRestrictedApi',
   'grpcRestrictedProtocol',
   'grpcUseSsl',
@@ -203,6 +214,35 @@ export class TritonConfig {
   modelControlMode: ModelControlMode = 'none';
 
   /**
+   * Triton's `--model-repository` (repeatable): folders in Triton's layout (`<model>/config.pbtxt`,
+   * `<model>/<version>/model.onnx`) served beside the bound models. `TSTRITON_MODEL_REPOSITORY` takes a
+   * comma-separated list.
+   */
+  @IsArray()
+  @IsString({ each: true })
+  modelRepository: string[] = [];
+
+  /**
+   * Triton's `--load-model` (repeatable): with `explicit` model control, the repository models loaded at start
+   * (`*` for all); the others stay unloaded until a load request. Comma-separated in `TSTRITON_LOAD_MODEL`.
+   */
+  @IsArray()
+  @IsString({ each: true })
+  loadModel: string[] = [];
+
+  /** Triton's `--repository-poll-secs`: how often `poll` model control reads the repositories again. */
+  @IsNumber()
+  @Min(0.01)
+  repositoryPollSeconds = 15;
+
+  /**
+   * Triton's `--strict-model-config`: when true, every repository model needs a complete `config.pbtxt`;
+   * when false (the default, as Triton's), what is missing is completed from the ONNX model's signature.
+   */
+  @IsBoolean()
+  strictModelConfig = false;
+
+  /**
    * Triton's `--http-restricted-api`: `<api>[,<api>...]:<header>=<value>`, several separated by `;`. Requests to
    * an API in a restricted group need the header with that value; others get 403.
    */
@@ -284,7 +324,7 @@ export class TritonConfig {
       const raw = env[envName(key)];
       if (raw === undefined || raw === '') continue;
       const current = (defaults as unknown as Record<string, unknown>)[key];
-      fromEnv[key] = parseEnvValue(envName(key), raw, typeof current === 'undefined' ? 'string' : typeof current);
+      fromEnv[key] = parseEnvValue(envName(key), raw, Array.isArray(current) ? 'list' : typeof current === 'undefined' ? 'string' : typeof current);
     }
     return new TritonConfig({ ...(fromEnv as TritonConfigInit), ...stripUndefined(init ?? {}) });
   }
@@ -296,6 +336,7 @@ export function envName(key: string): string {
 }
 
 function parseEnvValue(name: string, raw: string, kind: string): unknown {
+  if (kind === 'list') return raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
   if (kind === 'number') {
     const n = Number(raw);
     if (!Number.isFinite(n)) throw new TritonError('INVALID_CONFIG', `invalid ${name}: expected a number, got "${raw}"`);
