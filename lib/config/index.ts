@@ -7,3 +7,4 @@ export type { TritonConfigInit, LogLevel } from './triton-config';
 export { buildModelConfigJson, toPbtxt } from './triton-model-config';
 export type { ModelDescription, InstanceGroupDescription, ModelConfigJson } from './triton-model-config';
 export { validateOrThrow } from './validate';
+export { parseModelConfigText, formatModelConfigText } from './model-config-text';
