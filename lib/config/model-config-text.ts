@@ -71,11 +71,12 @@ class MessageReader {
   /** Refuses a non-repeated field given twice and a second member of a oneof, as protobuf's text parser does. */
   private checkNotSet(out: Record<string, unknown>, spec: MessageSpec, field: FieldSpec, at: TextToken): void {
     if (field.repeated) return;
-    if (field.name in out) throw this.tokens.error(at, `field '${field.name}' given twice in ${spec.fullName}`);
+    if (Object.hasOwn(out, field.name)) throw this.tokens.error(at, `field '${field.name}' given twice in ${spec.fullName}`);
     if (field.oneof === undefined) return;
     for (const other of spec.fields.values()) {
-      if (other.oneof === field.oneof && other.name in out) {
-        throw this.tokens.error(at, `field '${field.name}' cannot be set with '${other.name}': both belong to oneof '${field.oneof}' of ${spec.fullName}`);
+      if (other.oneof === field.oneof && Object.hasOwn(out, other.name)) {
+        const oneof = `oneof '${field.oneof}' of ${spec.fullName}`;
+        throw this.tokens.error(at, `field '${field.name}' cannot be set with '${other.name}': both belong to ${oneof}`);
       }
     }
   }
@@ -98,7 +99,9 @@ class MessageReader {
           values.push(this.readElement(field));
           if (tokens.tryConsume(']')) break;
           const token = tokens.peek();
-          if (!tokens.tryConsume(',')) throw tokens.error(token, `expected ',' or ']' in the list of '${field.name}', got ${describeToken(token)}`);
+          if (!tokens.tryConsume(',')) {
+            throw tokens.error(token, `expected ',' or ']' in the list of '${field.name}', got ${describeToken(token)}`);
+          }
         }
       }
     } else {
@@ -112,7 +115,10 @@ class MessageReader {
       return;
     }
     const map = (out[field.name] ??= {}) as Record<string, unknown>;
-    for (const entry of values as [string, unknown][]) map[entry[0]] = entry[1];
+    for (const [key, value] of values as [string, unknown][]) {
+      // Defined rather than assigned: a key such as "__proto__" must become an entry, not the object's prototype.
+      Object.defineProperty(map, key, { value, enumerable: true, writable: true, configurable: true });
+    }
   }
 
   /** One element of a repeated field; for a map, its `[key, value]` entry. */

@@ -8,7 +8,7 @@ export type ScalarSpec = Exclude<ValueSpec, { kind: 'message' }>;
 export type ScalarValue = string | number | boolean;
 
 /** Smallest and largest value of each integer type. */
-export const INTEGER_RANGES: Readonly<Partial<Record<ScalarType, readonly [bigint, bigint]>>> = {
+const INTEGER_RANGES: Readonly<Partial<Record<ScalarType, readonly [bigint, bigint]>>> = {
   int32: [-(2n ** 31n), 2n ** 31n - 1n],
   sint32: [-(2n ** 31n), 2n ** 31n - 1n],
   sfixed32: [-(2n ** 31n), 2n ** 31n - 1n],

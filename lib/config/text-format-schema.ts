@@ -87,9 +87,16 @@ let modelConfig: MessageSpec | undefined;
  */
 export function modelConfigSpec(): MessageSpec {
   if (!modelConfig) {
-    // keepCase: the text format names fields as the .proto does, not in camelCase.
-    const root = new Root().loadSync(path.join(PROTO_DIR, 'model_config.proto'), { keepCase: true });
-    root.resolveAll();
+    const file = path.join(PROTO_DIR, 'model_config.proto');
+    let root: Root;
+    try {
+      // keepCase: the text format names fields as the .proto does, not in camelCase.
+      root = new Root().loadSync(file, { keepCase: true });
+      root.resolveAll();
+    } catch (err) {
+      // Only a broken install gets here: the .proto is copied next to the build.
+      throw new TritonError('INTERNAL', `cannot load the ModelConfig schema from ${file}: ${(err as Error).message}`, { cause: err });
+    }
     modelConfig = new SpecBuilder().message(root.lookupType('inference.ModelConfig'));
   }
   return modelConfig;

@@ -90,7 +90,10 @@ function scalarText(value: unknown, spec: ScalarSpec, path: string): string {
       return Object.is(value, -0) ? '-0' : String(value);
     default: {
       // 64-bit integers may come as decimal strings, as protobuf's JSON mapping prints them.
-      const text = typeof value === 'number' && Number.isInteger(value) ? String(value) : typeof value === 'string' && /^-?[0-9]+$/.test(value) ? value : undefined;
+      const text =
+        typeof value === 'number' && Number.isInteger(value) ? String(value)
+        : typeof value === 'string' && /^-?[0-9]+$/.test(value) ? value
+        : undefined;
       if (text === undefined) throw formatError(`field '${path}' expects an integer, got ${show(value)}`);
       const problem = integerProblem(BigInt(text), spec.type, path);
       if (problem) throw formatError(problem);

@@ -265,6 +265,16 @@ describe('parseModelConfigText grammar', () => {
     expect(parse(text)).toEqual(expected);
   });
 
+  it('keeps a map key named __proto__ as an entry', () => {
+    const json = parse('metric_tags { key: "__proto__" value: "x" } metric_tags { key: "constructor" value: "y" }');
+    expect(Object.getPrototypeOf(json.metric_tags)).toBe(Object.prototype);
+    expect(Object.entries(json.metric_tags as object)).toEqual([
+      ['__proto__', 'x'],
+      ['constructor', 'y'],
+    ]);
+    expect(formatModelConfigText(json)).toContain('key: "__proto__"\n  value: "x"');
+  });
+
   it('reads a realistic Triton config', () => {
     expect(parse(REALISTIC)).toEqual(REALISTIC_JSON);
   });
