@@ -431,7 +431,7 @@ describe('formatModelConfigText', () => {
       name: 'add_sub',
       platform: '',
       backend: 'tstriton',
-      inputs: nameSpecs([{ name: 'a', dtype: 'FP32', shape: [-1], reshape: [-1, 1] }, { dtype: 'BYTES', shape: [2, 3], optional: true }], 'INPUT'),
+      inputs: nameSpecs([{ name: 'a', dtype: 'FP32', shape: [-1] }, { dtype: 'BYTES', shape: [2, 3], optional: true }], 'INPUT'),
       outputs: nameSpecs([{ name: 'add', dtype: 'FP32', shape: [-1] }], 'OUTPUT'),
       config,
       instanceGroups: [{ kind: 'KIND_GPU', count: 2, gpus: [0, 1] }],
