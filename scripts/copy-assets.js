@@ -6,6 +6,7 @@ const root = path.resolve(__dirname, '..');
 const pairs = [
   ['lib/protocol/proto', 'dist/lib/protocol/proto'],
   ['examples/ensemble', 'dist/examples/ensemble', (f) => f.endsWith('.onnx')],
+  ['lib/instances/worker', 'dist/lib/instances/worker', (f) => f === 'register-ts.js'],
 ];
 for (const [from, to, keep = () => true] of pairs) {
   const src = path.join(root, from);

@@ -1,0 +1,40 @@
+import { createRequire } from 'node:module';
+import * as path from 'node:path';
+import { TritonError } from '../errors';
+import { loadExport } from '../instances/worker/load-export';
+import type { Triton } from '../triton';
+
+/** What a `--module` exports: a function that binds models on the server it is given. */
+export type BindModule = (triton: Triton) => void | Promise<void>;
+
+/**
+ * Loads a `--module` file and calls its default export (or its export `bind`) with the server. A `.ts` file loads
+ * without a build step, through the TypeScript hook the worker threads use; `.js`, `.cjs` and `.mjs` load as Node
+ * loads them.
+ *
+ * @throws TritonError `INVALID_CONFIG` when the file exports no binding function, or a `.ts` file cannot be compiled
+ * because the `typescript` package is missing.
+ */
+export async function bindModule(triton: Triton, file: string): Promise<void> {
+  const resolved = path.resolve(file);
+  if (/\.ts$/i.test(resolved)) enableTypeScript(file);
+  const loaded = await loadExport(resolved, 'default');
+  // A function has a `bind` of its own (Function.prototype.bind), so a default export is taken first.
+  const bind = typeof loaded === 'function' ? loaded : (loaded as { bind?: unknown }).bind;
+  if (typeof bind !== 'function') {
+    throw new TritonError('INVALID_CONFIG', `--module ${file}: expected a default export (or an export "bind") that is a function (triton) => void`);
+  }
+  await (bind as BindModule)(triton);
+}
+
+/** Installs the `.ts` loader, unless one is there already (a run from the sources, ts-node). */
+function enableTypeScript(file: string): void {
+  if (require.extensions['.ts']) return;
+  try {
+    require.resolve('typescript');
+  } catch {
+    throw new TritonError('INVALID_CONFIG', `--module ${file}: loading a .ts module needs the 'typescript' package (npm install typescript), or compile it to .js`);
+  }
+  // The hook is CommonJS beside the worker code, in the sources and (copied by the build) in dist/.
+  createRequire(__filename)(path.join(__dirname, '..', 'instances', 'worker', 'register-ts.js'));
+}

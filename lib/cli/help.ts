@@ -1,0 +1,65 @@
+import { TritonConfig } from '../config/triton-config';
+import { FLAGS, flagEnv, type Command, type FlagSpec } from './flags';
+
+const USAGE: Record<Command | 'main', string> = {
+  main: [
+    'Usage: tstriton <command> [flags]',
+    '',
+    'Commands:',
+    '  serve    serve model repositories, modules and .onnx files over HTTP and gRPC (KServe v2)',
+    '  config   print the config.pbtxt of an .onnx file',
+    '',
+    '  tstriton serve --model-repository ./models',
+    '  tstriton serve model.onnx --max-batch-size 8',
+    '  tstriton serve --module ./models.ts',
+    '  tstriton config model.onnx > models/model/config.pbtxt',
+    '',
+    'Every server flag can also come from its TSTRITON_* variable; a flag wins over the variable.',
+    'Run `tstriton <command> --help` for its flags. `tstriton --version` prints the version.',
+  ].join('\n'),
+  serve: [
+    'Usage: tstriton serve [model.onnx ...] [--model-repository dir ...] [--module file ...] [flags]',
+    '',
+    'Serves every model given, as tritonserver does, until SIGINT or SIGTERM. Each .onnx file is served as one',
+    'model; --name, --max-batch-size, --instances and --device apply to it.',
+  ].join('\n'),
+  config: [
+    'Usage: tstriton config model.onnx [--name name] [--max-batch-size n] [--instances n | --device d ...]',
+    '',
+    'Prints the config.pbtxt tstriton derives for an .onnx file, to start a model repository from it:',
+    '  tstriton config model.onnx > models/model/config.pbtxt',
+  ].join('\n'),
+};
+
+/** The help of a command, or of the command line when `command` is undefined: every flag with its variable, default and Triton flag. */
+export function helpText(command: Command | undefined): string {
+  const flags = command === undefined ? FLAGS : FLAGS.filter((f) => f.commands.includes(command));
+  const defaults = new TritonConfig() as unknown as Record<string, unknown>;
+  const rows = flags.map((f) => [flagUsage(f), f.summary, describe(f, defaults)] as const);
+  const width = 36;
+  const indent = `  ${' '.repeat(width)}`;
+  // A long flag takes a line of its own rather than pushing every summary to the right.
+  const lines = rows.flatMap(([usage, summary, details]) =>
+    usage.length < width ? [`  ${usage.padEnd(width)}${summary}`, `${indent}${details}`] : [`  ${usage}`, `${indent}${summary}`, `${indent}${details}`],
+  );
+  return `${USAGE[command ?? 'main']}\n\nFlags${command === undefined ? ' (the commands that take each are in `tstriton <command> --help`)' : ''}:\n${lines.join('\n')}\n  ${'--help'.padEnd(width)}this help\n`;
+}
+
+/** `--http-port <port>`; a repeatable flag is marked with `...`. */
+export function flagUsage(f: FlagSpec): string {
+  const placeholder = f.kind === 'boolean' ? '[true|false]' : f.kind === 'enum' ? (f.values ?? []).join('|') : `<${f.placeholder ?? f.kind}>`;
+  return `--${f.name} ${placeholder}${f.repeatable ? ' ...' : ''}`;
+}
+
+/** The default of a flag, in words. */
+export function flagDefault(f: FlagSpec, defaults: Record<string, unknown> = new TritonConfig() as unknown as Record<string, unknown>): string {
+  if (f.default !== undefined) return f.default;
+  const value = f.field === undefined ? undefined : defaults[f.field];
+  if (value === undefined) return 'none';
+  if (Array.isArray(value)) return value.length === 0 ? 'none' : value.join(',');
+  return String(value);
+}
+
+function describe(f: FlagSpec, defaults: Record<string, unknown>): string {
+  return [flagEnv(f) ?? 'no variable', `default ${flagDefault(f, defaults)}`, f.triton ? `Triton ${f.triton}` : 'tstriton only'].join(' · ');
+}

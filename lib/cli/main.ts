@@ -1,0 +1,59 @@
+#!/usr/bin/env node
+import { TritonError } from '../errors';
+import { VERSION } from '../version';
+import { parseArgs, type ParsedArgs } from './flags';
+import { helpText } from './help';
+
+/** Exit code of a command line that cannot run as given (a bad flag or value, nothing to serve), as getopt tools use. */
+export const USAGE_EXIT_CODE = 2;
+
+/**
+ * The `tstriton` command line: parses `argv` (the arguments after `tstriton`), runs the command and resolves with
+ * the exit code. A failure is one line on stderr, `tstriton: <what was wrong>`.
+ */
+export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  let args: ParsedArgs;
+  try {
+    args = parseArgs(argv);
+  } catch (err) {
+    return fail(err);
+  }
+  if (args.version) {
+    process.stdout.write(`tstriton ${VERSION}\n`);
+    return 0;
+  }
+  if (args.help) {
+    process.stdout.write(helpText(args.command));
+    return 0;
+  }
+  try {
+    switch (args.command) {
+      case undefined:
+        throw new TritonError('INVALID_CONFIG', 'missing command: serve or config (see tstriton --help)');
+      case 'config': {
+        // Loaded on demand, so that --help and bad flags answer without loading the server.
+        const { configText } = await import('./config-command');
+        process.stdout.write(await configText(args));
+        return 0;
+      }
+      case 'serve': {
+        const { serve } = await import('./serve');
+        return await serve(args, env);
+      }
+    }
+  } catch (err) {
+    return fail(err);
+  }
+}
+
+/** Writes the one line of a failure; a configuration problem exits with the usage code, anything else with 1. */
+function fail(err: unknown): number {
+  const message = err instanceof Error ? err.message : String(err);
+  process.stderr.write(`tstriton: ${message.replace(/\s*\n\s*/g, ' ')}\n`);
+  return err instanceof TritonError && err.code === 'INVALID_CONFIG' ? USAGE_EXIT_CODE : 1;
+}
+
+if (require.main === module) {
+  // Exit explicitly: a server's worker threads and sockets may outlive serve() by a moment.
+  void main(process.argv.slice(2)).then((code) => process.exit(code));
+}

@@ -1,0 +1,30 @@
+import { Triton } from '../triton';
+import { bindModule } from './bind-module';
+import { usageError, type ParsedArgs } from './flags';
+import { bindOnnxFiles } from './onnx-file';
+import { serverConfig } from './server-config';
+
+/**
+ * `tstriton serve`: the server's settings from the `TSTRITON_*` variables and the flags, the models of the
+ * repositories (loaded by the server as it starts), of each `--module` and of each `.onnx` file; then serves until
+ * SIGINT or SIGTERM and resolves with the exit code.
+ *
+ * @throws TritonError `INVALID_CONFIG` when there is nothing to serve or a setting is invalid, before anything listens.
+ */
+export async function serve(args: ParsedArgs, env: NodeJS.ProcessEnv): Promise<number> {
+  const config = serverConfig(args.flags, env);
+  const modules = (args.flags.get('module') as string[] | undefined) ?? [];
+  if (config.modelRepository.length === 0 && modules.length === 0 && args.positionals.length === 0) {
+    throw usageError('nothing to serve: give --model-repository, --module or an .onnx file (see tstriton serve --help)');
+  }
+  const triton = new Triton(config);
+  try {
+    bindOnnxFiles(triton, args.positionals, args.flags);
+    for (const file of modules) await bindModule(triton, file);
+  } catch (err) {
+    // Nothing listens yet; the stop closes what the bindings made.
+    await triton.stop();
+    throw err;
+  }
+  return triton.serve();
+}
