@@ -1,8 +1,8 @@
 import { formatModelConfigText } from '../config/model-config-text';
 import { TritonConfig } from '../config/triton-config';
-import { Triton } from '../triton';
+import { Triton, type BindOptions } from '../triton';
 import { usageError, type ParsedArgs } from './flags';
-import { bindOnnxFiles } from './onnx-file';
+import { onnxBindings } from './onnx-file';
 
 /**
  * `tstriton config model.onnx`: the `config.pbtxt` text of the model tstriton would serve from the file, as
@@ -12,11 +12,11 @@ import { bindOnnxFiles } from './onnx-file';
  */
 export async function configText(args: ParsedArgs): Promise<string> {
   if (args.positionals.length !== 1) throw usageError(`config takes one .onnx file, got ${args.positionals.length} (see tstriton config --help)`);
+  const [binding] = onnxBindings(args.positionals, args.flags);
   // A server that never starts: binding derives the config without loading the model.
   const triton = new Triton(new TritonConfig({ allowHttp: false, allowGrpc: false, allowMetrics: false, logLevel: 'silent' }));
   try {
-    const [model] = bindOnnxFiles(triton, args.positionals, args.flags);
-    return formatModelConfigText((model as NonNullable<typeof model>).configJson);
+    return formatModelConfigText(triton.bind(binding as BindOptions).configJson);
   } finally {
     await triton.stop();
   }

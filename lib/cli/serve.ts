@@ -1,7 +1,7 @@
 import { Triton } from '../triton';
 import { bindModule } from './bind-module';
 import { usageError, type ParsedArgs } from './flags';
-import { bindOnnxFiles } from './onnx-file';
+import { onnxBindings } from './onnx-file';
 import { serverConfig } from './server-config';
 
 /**
@@ -17,9 +17,10 @@ export async function serve(args: ParsedArgs, env: NodeJS.ProcessEnv): Promise<n
   if (config.modelRepository.length === 0 && modules.length === 0 && args.positionals.length === 0) {
     throw usageError('nothing to serve: give --model-repository, --module or an .onnx file (see tstriton serve --help)');
   }
+  const onnx = onnxBindings(args.positionals, args.flags);
   const triton = new Triton(config);
   try {
-    bindOnnxFiles(triton, args.positionals, args.flags);
+    for (const binding of onnx) triton.bind(binding);
     for (const file of modules) await bindModule(triton, file);
   } catch (err) {
     // Nothing listens yet; the stop closes what the bindings made.

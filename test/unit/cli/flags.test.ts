@@ -1,6 +1,8 @@
-import { FLAGS, parseArgs, type FlagValue } from '../../../lib/cli/flags';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { FLAGS, flagEnv, parseArgs, type FlagValue } from '../../../lib/cli/flags';
 import { logLevelOf, parseCacheConfig, serverConfig } from '../../../lib/cli/server-config';
-import { flagUsage, helpText } from '../../../lib/cli/help';
+import { flagDefault, flagUsage, helpText } from '../../../lib/cli/help';
 import { envName, TritonConfig } from '../../../lib/config/triton-config';
 import { TritonError } from '../../../lib/errors';
 
@@ -77,6 +79,15 @@ describe('the flag table', () => {
 
   it('names each flag once', () => {
     expect(new Set(FLAGS.map((f) => f.name)).size).toBe(FLAGS.length);
+  });
+
+  it('is the table of docs/cli.md', () => {
+    const doc = readFileSync(join(__dirname, '../../../docs/cli.md'), 'utf8');
+    for (const f of FLAGS) {
+      const env = flagEnv(f);
+      const row = [`\`--${f.name}\`${f.repeatable ? ' (repeatable)' : ''}`, env ? `\`${env}\`` : '—', flagDefault(f), f.triton ? `\`${f.triton}\`` : 'tstriton only'];
+      expect(doc).toContain(`| ${row.join(' | ')} |`);
+    }
   });
 
   it('lists every flag in the help, with its variable', () => {
