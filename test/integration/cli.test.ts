@@ -1,5 +1,6 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { FLAGS } from '../../lib/cli/flags';
@@ -165,5 +166,34 @@ describe('tstriton serve', () => {
     const meta = (await (await fetch(`http://127.0.0.1:${port}/v2`)).json()) as { version: string };
     expect(meta.version).toBe('from-flag');
     expect(Object.keys(server.ports).sort()).toEqual(['grpc', 'http']);
+  });
+});
+
+describe('tstriton serve --model-repository', () => {
+  let dir: string;
+  let server: Server | undefined;
+
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'tstriton-cli-'));
+  });
+
+  afterAll(async () => {
+    server?.child.kill('SIGTERM');
+    if (server) expect(await server.exited).toBe(0);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('serves a repository started from the config command', async () => {
+    // The recipe of docs/cli.md: the file in <name>/1/ under its own name, the printed config beside it.
+    mkdirSync(join(dir, 'identity_fp32', '1'), { recursive: true });
+    copyFileSync(ONNX, join(dir, 'identity_fp32', '1', 'identity_fp32.onnx'));
+    const printed = await runCli(['config', ONNX]);
+    expect(printed.code).toBe(0);
+    writeFileSync(join(dir, 'identity_fp32', 'config.pbtxt'), printed.stdout);
+    server = await startServer([], { TSTRITON_MODEL_REPOSITORY: dir });
+    const data = Array.from({ length: 16 }, (_, i) => i);
+    const res = await infer(server.ports.http as number, 'identity_fp32', data);
+    expect(res.status).toBe(200);
+    expect(res.outputs?.[0]?.data).toEqual(data);
   });
 });
