@@ -222,8 +222,3 @@ function readValue(spec: FlagSpec, raw: string | undefined): FlagValue {
 export function flagEnv(spec: FlagSpec): string | undefined {
   return spec.env ?? (spec.field && envName(spec.field));
 }
-
-/** The flag that sets a TritonConfig field. */
-export function flagOfField(field: string): FlagSpec | undefined {
-  return FLAGS.find((f) => f.field === field);
-}
