@@ -9,6 +9,8 @@ export type { InferFunc, LifecycleHooks, InstanceFactory, InstanceTarget } from 
 export { workers } from './instances';
 export { onnxModel } from './onnx/onnx-model';
 export { ensemble } from './model/ensemble';
+export type { ScriptModel, ScriptModelArgs } from './repository/script-model';
+export type { LoadOverride } from './model/model-control';
 export type { EnsembleSpec, EnsembleStep } from './model/ensemble';
 export type { OnnxModelInit, OnnxModelSpec } from './onnx/onnx-model';
 export type { WorkersInit, WorkerOptions, WorkerSpec, InstanceContext, HealthEvent } from './instances';

@@ -7,8 +7,9 @@ import { createLogger, type Logger } from './logger';
 import type { InferenceRequest, InferenceResponse } from './model/inference';
 import type { Model } from './model/model';
 import { buildModel, checkBinding, type BindOptions, type BuildContext } from './model/model-builder';
-import { ModelControl } from './model/model-control';
+import { ModelControl, type LoadOverride } from './model/model-control';
 import { ModelRepository } from './model/model-repository';
+import { RepositoryControl } from './repository/repository-control';
 import { ResponseCache } from './model/response-cache';
 import { GrpcServer } from './server/grpc/grpc-server';
 import { Metrics, MetricsServer } from './metrics/metrics';
@@ -79,6 +80,8 @@ export class Triton implements ServerCore, AsyncDisposable {
   private readonly building: BuildContext;
   /** The repository extension's index, load and unload. */
   private readonly control: ModelControl;
+  /** The models of the model repositories on disk (`modelRepository`). */
+  private readonly repositories: RepositoryControl;
   private stopped!: Promise<number>;
   private resolveStopped!: (code: number) => void;
 
@@ -97,6 +100,7 @@ export class Triton implements ServerCore, AsyncDisposable {
       onUnrecoverable: (err, model) => this.onUnrecoverable(err, model),
     };
     this.control = new ModelControl(this.repository, this.building, this.config, this.logger);
+    this.repositories = new RepositoryControl(this.building, this.config, this.logger);
     this.http = new HttpServer(this, this.logger);
     this.metrics = new Metrics(this.repository, this.responseCache);
     if (this.config.allowHttp) {
@@ -140,12 +144,41 @@ export class Triton implements ServerCore, AsyncDisposable {
     return model;
   }
 
-  repositoryIndex(readyOnly = false): RepositoryIndexEntry[] {
-    return this.control.index(readyOnly);
+  /**
+   * Serves the models of a Triton-layout model repository (`<model>/config.pbtxt`, `<model>/<version>/model.onnx`)
+   * beside the bound ones, as `modelRepository` does: before `run()`, they load with the server; after, at once
+   * (all of them, except in `explicit` mode, where they wait for a load request).
+   */
+  async loadRepository(dir: string): Promise<void> {
+    if (this.state === 'stopping' || this.state === 'stopped') throw serverStopping();
+    if (!this.config.modelRepository.includes(dir)) this.config.modelRepository.push(dir);
+    if (this.state === 'running') await this.repositories.scan(this.config.modelControlMode !== 'explicit');
   }
 
-  loadModel(name: string): Promise<void> {
-    return this.control.load(name, () => this.state === 'running');
+  repositoryIndex(readyOnly = false): RepositoryIndexEntry[] {
+    const entries = this.control.index(readyOnly);
+    if (readyOnly) return entries;
+    const loaded = new Set(this.repository.all().map((m) => m.name));
+    return [...entries, ...this.repositories.entries(loaded)].sort((a, b) => a.name.localeCompare(b.name) || Number(a.version) - Number(b.version));
+  }
+
+  /**
+   * Loads a model: a bound one again from its binding; a repository one from its folder, read again (or from
+   * the request's config and files, as Triton's load API).
+   */
+  async loadModel(name: string, override: LoadOverride = {}): Promise<void> {
+    this.control.requireExplicit();
+    if (this.state !== 'running') throw serverStopping();
+    const overriding = override.config !== undefined || override.files !== undefined;
+    if (this.control.isBound(name)) {
+      if (overriding) {
+        const key = override.config !== undefined ? 'config' : `file:${Object.keys(override.files ?? {})[0] ?? ''}`;
+        throw new TritonError('UNSUPPORTED', `failed to load '${name}': '${key}' is not supported; models are bound in code, so a load can only bring a bound model back`);
+      }
+      return this.control.load(name, () => this.state === 'running');
+    }
+    if (this.config.modelRepository.length === 0 && !overriding) return this.control.load(name, () => this.state === 'running');
+    return this.repositories.load(name, override);
   }
 
   unloadModel(name: string, unloadDependents = false): Promise<void> {
@@ -169,6 +202,8 @@ export class Triton implements ServerCore, AsyncDisposable {
     }
     try {
       await Promise.all(this.repository.all().map((m) => m.load()));
+      // A repository model that fails is left out with its reason; it does not stop the server.
+      if (this.config.modelRepository.length > 0) await this.repositories.start();
     } catch (err) {
       this.state = 'running';
       await this.stop();
@@ -219,7 +254,8 @@ export class Triton implements ServerCore, AsyncDisposable {
   isReady(): boolean {
     if (this.state !== 'running') return false;
     // Models unloaded on purpose do not hold the server back.
-    return !this.config.strictReadiness || this.repository.all().every((m) => m.ready || m.unloaded);
+    if (!this.config.strictReadiness) return true;
+    return this.repositories.failed.size === 0 && this.repository.all().every((m) => m.ready || m.unloaded);
   }
 
   metadata(): ServerMetadata {
@@ -320,6 +356,7 @@ export class Triton implements ServerCore, AsyncDisposable {
     // Not ready first: health probes answer "not ready" and new inference is refused with UNAVAILABLE
     // while the transports stay up for the requests still in flight.
     this.state = 'stopping';
+    this.repositories.close();
     for (const m of this.repository.all()) m.state = 'UNAVAILABLE';
     for (const t of this.transports) t.drain?.();
     if (wasRunning) {

@@ -1,7 +1,6 @@
-import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { TritonError } from '../errors';
-import { loadExport } from '../instances/worker/load-export';
+import { enableTypeScript, loadExport } from '../instances/worker/load-export';
 import type { Triton } from '../triton';
 
 /** What a `--module` exports: a function that binds models on the server it is given. */
@@ -17,7 +16,7 @@ export type BindModule = (triton: Triton) => void | Promise<void>;
  */
 export async function bindModule(triton: Triton, file: string): Promise<void> {
   const resolved = path.resolve(file);
-  if (/\.ts$/i.test(resolved)) enableTypeScript(file);
+  if (/\.ts$/i.test(resolved)) enableTypeScript(`--module ${file}`);
   const loaded = await loadExport(resolved, 'default');
   // A function has a `bind` of its own (Function.prototype.bind), so a default export is taken first.
   const bind = typeof loaded === 'function' ? loaded : (loaded as { bind?: unknown }).bind;
@@ -25,16 +24,4 @@ export async function bindModule(triton: Triton, file: string): Promise<void> {
     throw new TritonError('INVALID_CONFIG', `--module ${file}: expected a default export (or an export "bind") that is a function (triton) => void`);
   }
   await (bind as BindModule)(triton);
-}
-
-/** Installs the `.ts` loader, unless one is there already (a run from the sources, ts-node). */
-function enableTypeScript(file: string): void {
-  if (require.extensions['.ts']) return;
-  try {
-    require.resolve('typescript');
-  } catch {
-    throw new TritonError('INVALID_CONFIG', `--module ${file}: loading a .ts module needs the 'typescript' package (npm install typescript), or compile it to .js`);
-  }
-  // The hook is CommonJS beside the worker code, in the sources and (copied by the build) in dist/.
-  createRequire(__filename)(path.join(__dirname, '..', 'instances', 'worker', 'register-ts.js'));
 }

@@ -14,9 +14,14 @@ export interface TensorSpecInit {
   optional?: boolean;
   /** Outputs only: class labels by index, returned with classifications (`"0.9:3:cat"`). */
   labels?: readonly string[];
+  /**
+   * ONNX models: the dims the model itself takes or gives (without the batch dim) when they differ from `shape`,
+   * as Triton's `reshape`: same element count, the data is not moved.
+   */
+  reshape?: readonly number[];
 }
 
-const KEYS = ['name', 'dtype', 'shape', 'optional', 'labels'] as const;
+const KEYS = ['name', 'dtype', 'shape', 'optional', 'labels', 'reshape'] as const;
 
 /** An input or output of a model: name, datatype and shape (without the batch dim). */
 export class TensorSpec {
@@ -42,10 +47,17 @@ export class TensorSpec {
   @IsString({ each: true, message: 'labels must be strings' })
   labels?: string[];
 
+  @IsOptional()
+  @IsArray({ message: 'reshape must be an array of dims' })
+  @IsInt({ each: true, message: 'reshape dims must be integers' })
+  @Min(-1, { each: true, message: 'reshape dims must be -1 (variable) or >= 0' })
+  reshape?: number[];
+
   constructor(init: TensorSpecInit) {
     assignKnown(this, init, KEYS, 'TensorSpec');
     if (Array.isArray(this.shape)) this.shape = [...this.shape];
     if (Array.isArray(this.labels)) this.labels = [...this.labels];
+    if (Array.isArray(this.reshape)) this.reshape = [...this.reshape];
   }
 }
 

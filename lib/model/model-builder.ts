@@ -32,6 +32,12 @@ export interface BindOptions {
   strict?: boolean;
 }
 
+/** A binding with what a repository adds to the reported config (`version_policy`). */
+export interface BuildOptions extends BindOptions {
+  /** Top-level fields of the generated config that replace its defaults. */
+  configExtra?: Record<string, unknown>;
+}
+
 /** What a model is built with besides its binding: the server's parts it uses. */
 export interface BuildContext {
   readonly repository: ModelRepository;
@@ -63,7 +69,7 @@ export function checkBinding(options: BindOptions, repository: ModelRepository):
 }
 
 /** Builds a model and its instances from its binding (at bind, and again when it is loaded after an unload). */
-export function buildModel(options: BindOptions, modelName: string, version: number, server: BuildContext): Model {
+export function buildModel(options: BuildOptions, modelName: string, version: number, server: BuildContext): Model {
   const onnx = isOnnxModelSpec(options.inferFunc) ? resolveOnnxBinding(options.inferFunc, modelName, options) : undefined;
   const config = onnx?.config ?? (options.config instanceof ModelConfig ? options.config : new ModelConfig(options.config));
   validateOrThrow(config, `ModelConfig of model '${modelName}'`);
@@ -81,6 +87,8 @@ export function buildModel(options: BindOptions, modelName: string, version: num
   inputs.forEach((s, i) => validateOrThrow(s, `input ${i} of model '${modelName}'`));
   outputs.forEach((s, i) => validateOrThrow(s, `output ${i} of model '${modelName}'`));
   if (outputs.length === 0) throw new TritonError('INVALID_CONFIG', `model '${modelName}' must declare at least one output`);
+  const reshaped = [...inputs, ...outputs].find((s) => s.reshape !== undefined);
+  if (reshaped && !onnx) throw new TritonError('INVALID_CONFIG', `model '${modelName}': '${reshaped.name}' has a reshape; reshape is supported for ONNX models only`);
   const labelled = inputs.find((s) => s.labels !== undefined);
   if (labelled) throw new TritonError('INVALID_CONFIG', `model '${modelName}': input '${labelled.name}' has labels; only outputs take labels`);
   for (const [kind, specs] of [['input', inputs], ['output', outputs]] as const) {
@@ -105,7 +113,7 @@ export function buildModel(options: BindOptions, modelName: string, version: num
     platform: ensembleFields?.platform ?? onnx?.platform,
     backend: ensembleFields?.backend ?? onnx?.backend,
     instanceGroups: ensembleFields?.instanceGroups,
-    configExtra: ensembleFields?.configExtra,
+    configExtra: { ...options.configExtra, ...ensembleFields?.configExtra },
     bls: server.bls,
     defaultModelFilename: onnx?.defaultModelFilename,
     name: modelName,

@@ -1,7 +1,6 @@
 import type { TritonConfig } from '../config/triton-config';
 import { TritonError, serverStopping } from '../errors';
 import type { Logger } from '../logger';
-import { isEnsembleSpec } from './ensemble';
 import type { Model } from './model';
 import { buildModel, type BindOptions, type BuildContext } from './model-builder';
 import type { ModelRepository } from './model-repository';
@@ -12,6 +11,14 @@ export interface RepositoryIndexEntry {
   version: string;
   state: string;
   reason?: string;
+}
+
+/** What a load request may bring, as Triton's load API: a config (JSON) and files that replace the folder's. */
+export interface LoadOverride {
+  /** The model config in Triton's JSON form, replacing `config.pbtxt`. */
+  config?: string;
+  /** File contents by path inside the model folder (`1/model.onnx`), from the `file:<path>` parameters. */
+  files?: Readonly<Record<string, Buffer>>;
 }
 
 /**
@@ -81,19 +88,26 @@ export class ModelControl {
     const models = this.repository.versionsOf(name);
     if (models.length === 0) throw new TritonError('INVALID_ARGUMENT', `failed to unload '${name}', no version is available`);
     const targets = [...models];
-    if (unloadDependents) {
-      for (const [model, options] of this.bindings) {
-        if (isEnsembleSpec(options.inferFunc) && options.inferFunc.steps.some((s) => s.modelName === name)) targets.push(model);
-      }
-    }
+    if (unloadDependents) targets.push(...this.repository.all().filter((m) => ensembleSteps(m).includes(name)));
     this.logger.info({ models: targets.map((m) => m.name) }, 'unloading');
     await Promise.all(targets.map((m) => m.unload(this.config.exitTimeoutSeconds * 1000)));
   }
 
+  /** True if `name` was bound in code (its versions are built again from their bindings on load). */
+  isBound(name: string): boolean {
+    return this.repository.versionsOf(name).some((m) => this.bindings.has(m));
+  }
+
   /** Load and unload are served only in `explicit` model control mode; Triton refuses them otherwise, in these words. */
-  private requireExplicit(): void {
+  requireExplicit(): void {
     if (this.config.modelControlMode !== 'explicit') {
       throw new TritonError('UNAVAILABLE', 'explicit model load / unload is not allowed if polling is enabled');
     }
   }
+}
+
+/** The step models of an ensemble, read from its config; none for other models. */
+function ensembleSteps(model: Model): string[] {
+  const scheduling = model.configJson.ensemble_scheduling as { step?: { model_name?: string }[] } | undefined;
+  return (scheduling?.step ?? []).map((s) => s.model_name ?? '');
 }

@@ -1,4 +1,5 @@
 import { TritonError } from '../errors';
+import type { ModelMetadata } from '../protocol/model-metadata';
 import type { Model } from './model';
 
 /** Bound models by name and version. */
@@ -20,6 +21,30 @@ export class ModelRepository {
     const versions = this.models.get(model.name);
     if (!versions?.has(model.version)) throw new TritonError('INTERNAL', `model '${model.name}' version ${model.version} is not bound`);
     versions.set(model.version, model);
+  }
+
+  /**
+   * Takes `model` out: requests name it no longer (the ones it holds still finish). The name goes when its
+   * last version does.
+   */
+  remove(model: Model): void {
+    const versions = this.models.get(model.name);
+    if (versions?.get(model.version) !== model) return;
+    versions.delete(model.version);
+    if (versions.size === 0) this.models.delete(model.name);
+  }
+
+  /**
+   * The metadata of a model version (the highest when none is given), listing every version of the name that
+   * is ready, as Triton's model metadata does.
+   */
+  metadataOf(name: string, version?: string): ModelMetadata {
+    const model = this.get(name, version);
+    const ready = this.versionsOf(name)
+      .filter((m) => m.state === 'READY')
+      .map((m) => m.version)
+      .sort((a, b) => Number(a) - Number(b));
+    return { ...model.metadata, versions: ready.length > 0 ? ready : [model.version] };
   }
 
   /** Every version of `name`, in binding order (none when it is not bound). */

@@ -23,6 +23,11 @@ export interface OnnxModelInit {
   intraOpNumThreads?: number;
   interOpNumThreads?: number;
   graphOptimizationLevel?: 'disabled' | 'basic' | 'extended' | 'all';
+  /**
+   * Execution providers to try before the device's own (`'tensorrt'` before CUDA on a GPU), as Triton's
+   * `optimization.execution_accelerators`; the load fails naming it when this onnxruntime build lacks it.
+   */
+  executionProviders?: readonly string[];
   /** Settings of the worker threads (heap limits, restart delays). */
   workerOptions?: WorkerOptions;
 }
@@ -91,6 +96,8 @@ export function resolveOnnxBinding(
     intraOpNumThreads: spec.init.intraOpNumThreads ?? Math.max(1, Math.floor(availableParallelism() / cpuInstances)),
     interOpNumThreads: spec.init.interOpNumThreads,
     graphOptimizationLevel: spec.init.graphOptimizationLevel,
+    executionProviders: spec.init.executionProviders && [...spec.init.executionProviders],
+    reshape: reshapes([...inputs, ...outputs]),
   };
   const module = path.join(__dirname, `onnx-worker${path.extname(__filename)}`);
   return {
@@ -115,8 +122,31 @@ function reconcile(kind: 'input' | 'output', derived: TensorSpecInit[], given: r
     const model = derived.find((d) => d.name === name);
     if (!model) throw new TritonError('INVALID_CONFIG', `${where}: ${kind} '${name}' is not in the model, whose ${kind}s are ${derived.map((d) => d.name).join(', ')}`);
     if (g.dtype !== model.dtype) throw new TritonError('INVALID_CONFIG', `${where}: ${kind} '${name}' is ${model.dtype} in the model, not ${g.dtype}`);
-    const ok = g.shape.length === model.shape.length && g.shape.every((d, j) => model.shape[j] === -1 || d === model.shape[j]);
-    if (!ok) throw new TritonError('INVALID_CONFIG', `${where}: ${kind} '${name}' has dims [${model.shape.join(',')}] in the model; [${g.shape.join(',')}] does not fit`);
+    // With reshape, the model sees the reshape dims and the client the dims.
+    const dims = g.reshape ?? g.shape;
+    const ok = dims.length === model.shape.length && dims.every((d, j) => model.shape[j] === -1 || d === model.shape[j]);
+    if (!ok) {
+      const field = g.reshape ? 'reshape' : 'dims';
+      throw new TritonError('INVALID_CONFIG', `${where}: ${kind} '${name}' has dims [${model.shape.join(',')}] in the model; ${field} [${dims.join(',')}] does not fit`);
+    }
+    if (g.reshape && !sameElementCount(g.shape, g.reshape)) {
+      throw new TritonError('INVALID_CONFIG', `${where}: ${kind} '${name}': dims [${g.shape.join(',')}] and reshape [${g.reshape.join(',')}] do not hold the same number of elements`);
+    }
     return { ...g, name };
   });
+}
+
+/** True when two dim lists can hold the same elements: equal products, or both with one variable dim. */
+function sameElementCount(a: readonly number[], b: readonly number[]): boolean {
+  const variable = (dims: readonly number[]) => dims.filter((d) => d === -1).length;
+  if (variable(a) > 1 || variable(b) > 1) return false;
+  if (variable(a) !== variable(b)) return false;
+  const product = (dims: readonly number[]) => dims.reduce((n, d) => (d === -1 ? n : n * d), 1);
+  return variable(a) === 1 ? true : product(a) === product(b);
+}
+
+/** Served and model dims of the tensors that declare a reshape. */
+function reshapes(specs: readonly TensorSpecInit[]): OnnxRunnerSettings['reshape'] {
+  const entries = specs.filter((s) => s.reshape).map((s): [string, { served: number[]; model: number[] }] => [s.name as string, { served: [...s.shape], model: [...(s.reshape as number[])] }]);
+  return entries.length > 0 ? Object.fromEntries(entries) : undefined;
 }

@@ -17,6 +17,8 @@ export interface OnnxRunnerSettings {
   graphOptimizationLevel?: 'disabled' | 'basic' | 'extended' | 'all';
   /** Extra execution providers to try before the device's (advanced). */
   executionProviders?: string[];
+  /** Tensors whose dims differ between the client (`served`) and the model (`model`), without the batch dim. */
+  reshape?: Record<string, { served: number[]; model: number[] }>;
 }
 
 /** How to install the GPU libraries onnxruntime-node needs for the CUDA execution provider. */
@@ -73,7 +75,7 @@ export class OnnxRunner {
     for (const name of Object.keys(first.inputs)) {
       const parts = requests.map((r) => r.inputs[name] as Tensor);
       const t = this.settings.batching ? concatBatch(parts) : (parts[0] as Tensor);
-      feeds[name] = this.toOrt(t, name);
+      feeds[name] = this.toOrt(this.reshaped(t, name, 'model'), name);
     }
     const wanted = new Set<string>();
     for (const r of requests) for (const n of r.requestedOutputs) wanted.add(n);
@@ -82,7 +84,7 @@ export class OnnxRunner {
     const outputs: Record<string, Tensor> = {};
     for (const o of this.settings.outputs) {
       const value = results[o.name];
-      if (value) outputs[o.name] = this.fromOrt(value, o.dtype);
+      if (value) outputs[o.name] = this.reshaped(this.fromOrt(value, o.dtype), o.name, 'served');
     }
     if (!this.settings.batching) return [outputs];
     let start = 0;
@@ -92,6 +94,17 @@ export class OnnxRunner {
       start += n;
       return response;
     });
+  }
+
+  /** The tensor with the dims of one side of its reshape (the batch dim kept); as it is when it has none. */
+  private reshaped(t: Tensor, name: string, side: 'served' | 'model'): Tensor {
+    const dims = this.settings.reshape?.[name]?.[side];
+    if (!dims) return t;
+    const batch = this.settings.batching ? [t.shape[0] ?? 0] : [];
+    const elements = t.shape.reduce((n, d) => n * d, 1) / (this.settings.batching ? Math.max(1, batch[0] as number) : 1);
+    const known = dims.reduce((n, d) => (d === -1 ? n : n * d), 1);
+    const shape = dims.map((d) => (d === -1 ? (known === 0 ? 0 : elements / known) : d));
+    return { ...t, shape: [...batch, ...shape] };
   }
 
   async release(): Promise<void> {

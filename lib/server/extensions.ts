@@ -1,6 +1,7 @@
 /** Parameters of the classification and model repository extensions, read the same way by both transports. */
 import { TritonError, invalidArgument } from '../errors';
 import type { Model } from '../model/model';
+import type { LoadOverride } from '../model/model-control';
 import type { Classification } from '../tensor/classification';
 import { describeValue } from '../tensor/wire-value';
 
@@ -16,10 +17,23 @@ export function classificationOf(value: unknown, model: Model, name: string): Cl
   return { count, batched: model.config.effectiveMaxBatchSize > 0, labels };
 }
 
-/** A load that brings a config or files: this server's models are bound in code. */
-export function refuseOverrides(keys: readonly string[], model: string): void {
-  const override = keys.find((k) => k === 'config' || k.startsWith('file:'));
-  if (override) {
-    throw new TritonError('UNSUPPORTED', `failed to load '${model}': '${override}' is not supported; models are bound in code, so a load can only bring a bound model back`);
+/**
+ * The config and files a load request brings (Triton's `config` and `file:<path>` parameters), from the
+ * parameters as each transport decodes them: text, or bytes (a `file:` given as text is base64, as over HTTP).
+ */
+export function loadOverride(parameters: Readonly<Record<string, string | Buffer | boolean | number | undefined>>, model: string): LoadOverride {
+  const override: { config?: string; files?: Record<string, Buffer> } = {};
+  for (const [key, value] of Object.entries(parameters)) {
+    if (key === 'config') {
+      if (typeof value !== 'string') throw new TritonError('INVALID_ARGUMENT', `failed to load '${model}': the 'config' parameter must be a string holding the config as JSON`);
+      override.config = value;
+    } else if (key.startsWith('file:')) {
+      const path = key.slice('file:'.length);
+      if (path === '') throw new TritonError('INVALID_ARGUMENT', `failed to load '${model}': a file parameter needs a path after 'file:'`);
+      if (typeof value === 'string') (override.files ??= {})[path] = Buffer.from(value, 'base64');
+      else if (Buffer.isBuffer(value)) (override.files ??= {})[path] = value;
+      else throw new TritonError('INVALID_ARGUMENT', `failed to load '${model}': parameter '${key}' must hold the file's content`);
+    }
   }
+  return override;
 }

@@ -2,7 +2,7 @@ import type { TritonConfig } from '../config/triton-config';
 import type { InferenceRequest, InferenceResponse } from '../model/inference';
 import type { Model } from '../model/model';
 import type { ModelRepository } from '../model/model-repository';
-import type { RepositoryIndexEntry } from '../model/model-control';
+import type { LoadOverride, RepositoryIndexEntry } from '../model/model-control';
 
 export type { RepositoryIndexEntry };
 import type { SharedMemoryManager } from './shared-memory';
@@ -29,8 +29,8 @@ export interface ServerCore {
   modelStatistics(name?: string, version?: string): Record<string, unknown>[];
   /** Every bound model and its state (only the ready ones with `readyOnly`). */
   repositoryIndex(readyOnly?: boolean): RepositoryIndexEntry[];
-  /** Loads a bound model again after an unload. */
-  loadModel(name: string): Promise<void>;
+  /** Loads a model: a bound one again after an unload, a repository one from disk or from the request's config and files. */
+  loadModel(name: string, override?: LoadOverride): Promise<void>;
   /** Unloads a model (and, with `unloadDependents`, the ensembles that call it). */
   unloadModel(name: string, unloadDependents?: boolean): Promise<void>;
   /** The trace settings of `model` (or the server's); with `update`, changes them first. */

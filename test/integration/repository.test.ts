@@ -57,11 +57,11 @@ describe('model repository extension', () => {
   const infer = (model: string, input = 'x') => post(`/v2/models/${model}/infer`, { inputs: [{ name: input, datatype: 'FP32', shape: [2], data: [1, 2] }] });
   const stateOf = async (name: string) => (await index()).find((m) => m.name === name);
 
-  it('lists every bound model with its state, or only the ready ones', async () => {
+  it('lists every bound model with its state, sorted by name, or only the ready ones', async () => {
     expect(await index()).toEqual([
       { name: 'double', version: '1', state: 'READY' },
-      { name: 'worker_echo', version: '1', state: 'READY' },
       { name: 'pipeline', version: '1', state: 'READY' },
+      { name: 'worker_echo', version: '1', state: 'READY' },
     ]);
     await post('/v2/repository/models/worker_echo/unload');
     expect((await index({ ready: true })).map((m) => m.name)).toEqual(['double', 'pipeline']);

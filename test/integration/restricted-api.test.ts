@@ -83,7 +83,7 @@ describe('model control mode', () => {
   });
 
   it('rejects an unknown mode at construction, naming the field', () => {
-    expect(() => new Triton({ ...BASE, modelControlMode: 'poll' as never })).toThrow(/modelControlMode must be one of none, explicit/);
+    expect(() => new Triton({ ...BASE, modelControlMode: 'sometimes' as never })).toThrow(/modelControlMode must be one of none, explicit, poll/);
   });
 });
 

@@ -31,14 +31,15 @@ class RunningServer:
         return f"127.0.0.1:{self.ports['metrics']}"
 
 
-def start_server(script="dist/examples/serve.js", env=None, timeout=30):
-    """Starts a server script with every port at 0 and waits for its 'serving' log line."""
+def start_server(script="dist/examples/serve.js", env=None, timeout=30, command=None, cwd=ROOT):
+    """Starts a server script (or `command`, run in `cwd`) with every port at 0 and waits for its 'serving'
+    log line."""
     full_env = dict(os.environ)
     full_env.update({"TSTRITON_HTTP_PORT": "0", "TSTRITON_GRPC_PORT": "0", "TSTRITON_METRICS_PORT": "0",
                      "TSTRITON_HTTP_ADDRESS": "127.0.0.1", "TSTRITON_GRPC_ADDRESS": "127.0.0.1",
                      "TSTRITON_METRICS_ADDRESS": "127.0.0.1"})
     full_env.update(env or {})
-    proc = subprocess.Popen(["node", str(ROOT / script)], cwd=ROOT, env=full_env,
+    proc = subprocess.Popen(command or ["node", str(ROOT / script)], cwd=cwd, env=full_env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     log = []
     found = threading.Event()

@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { TritonError } from '../../errors';
 
@@ -30,4 +31,22 @@ export async function loadExport(path: string, exportName: string): Promise<unkn
     );
   }
   return value;
+}
+
+/**
+ * Lets this thread `require` `.ts` files without a build step, through the TypeScript hook the worker threads
+ * preload; a no-op when a hook is there already (a run from the sources, ts-node). `what` names the file for the
+ * error a user sees.
+ *
+ * @throws TritonError `INVALID_CONFIG` when the `typescript` package is not installed.
+ */
+export function enableTypeScript(what: string): void {
+  if (require.extensions['.ts']) return;
+  try {
+    require.resolve('typescript');
+  } catch {
+    throw new TritonError('INVALID_CONFIG', `${what}: loading a .ts file needs the 'typescript' package (npm install typescript), or compile it to .js`);
+  }
+  // The hook is CommonJS beside this file, in the sources and (copied by the build) in dist/.
+  createRequire(__filename)(join(__dirname, 'register-ts.js'));
 }

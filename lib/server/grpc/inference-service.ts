@@ -9,7 +9,7 @@ import type {
   ServerMetadataResponseMessage,
 } from '../../protocol/messages';
 import { modelInfer } from './model-infer';
-import { refuseOverrides } from '../extensions';
+import { loadOverride } from '../extensions';
 import { modelStreamInfer } from './model-stream-infer';
 
 /**
@@ -24,7 +24,7 @@ export function inferenceService(ctx: GrpcContext): UntypedServiceImplementation
     ServerReady: unary(ctx, true, () => ({ ready: ctx.tracker.accepting && core.isReady() })),
     ModelReady: unary(ctx, true, (req: ModelRequestMessage) => ({ ready: ctx.tracker.accepting && isModelReady(ctx, req) })),
     ServerMetadata: unary(ctx, false, (): ServerMetadataResponseMessage => core.metadata()),
-    ModelMetadata: unary(ctx, false, (req: ModelRequestMessage): ModelMetadataResponseMessage => repo.get(req.name, req.version).metadata),
+    ModelMetadata: unary(ctx, false, (req: ModelRequestMessage): ModelMetadataResponseMessage => repo.metadataOf(req.name, req.version)),
     ModelConfig: unary(ctx, false, (req: ModelRequestMessage): ModelConfigResponseMessage => ({ config: repo.get(req.name, req.version).configJson })),
     ModelStatistics: unary(ctx, false, (req: ModelRequestMessage) => ({ model_stats: core.modelStatistics(req.name || undefined, req.version || undefined) })),
     SystemSharedMemoryStatus: unary(ctx, false, (req: { name?: string }) => ({
@@ -53,8 +53,8 @@ export function inferenceService(ctx: GrpcContext): UntypedServiceImplementation
     }),
     RepositoryModelLoad: unaryAsync(ctx, async (req: RepositoryModelRequest) => {
       refuseRepositoryName(req.repository_name);
-      refuseOverrides(Object.keys(req.parameters ?? {}), req.model_name ?? '');
-      await core.loadModel(req.model_name ?? '');
+      const parameters = Object.fromEntries(Object.entries(req.parameters ?? {}).map(([k, p]) => [k, repositoryParameter(p)]));
+      await core.loadModel(req.model_name ?? '', loadOverride(parameters, req.model_name ?? ''));
       return {};
     }),
     RepositoryModelUnload: unaryAsync(ctx, async (req: RepositoryModelRequest) => {
@@ -102,10 +102,18 @@ interface SettingValue {
 }
 
 /** `RepositoryModelLoadRequest` / `RepositoryModelUnloadRequest`. */
+interface RepositoryParameter {
+  parameter_choice?: string;
+  bool_param?: boolean;
+  int64_param?: unknown;
+  string_param?: string;
+  bytes_param?: Uint8Array;
+}
+
 interface RepositoryModelRequest {
   repository_name?: string;
   model_name?: string;
-  parameters?: Record<string, { bool_param?: boolean; int64_param?: unknown; string_param?: string; bytes_param?: Uint8Array }>;
+  parameters?: Record<string, RepositoryParameter>;
 }
 
 function refuseRepositoryName(name: string | undefined): void {
@@ -141,4 +149,20 @@ function unary<Req, Res>(ctx: GrpcContext, whileStopping: boolean, fn: (req: Req
     }
     callback(null, response);
   };
+}
+
+/** The value a `ModelRepositoryParameter` holds (its oneof names the field that is set). */
+function repositoryParameter(p: RepositoryParameter): string | Buffer | boolean | number | undefined {
+  switch (p.parameter_choice) {
+    case 'bool_param':
+      return p.bool_param;
+    case 'int64_param':
+      return Number(p.int64_param);
+    case 'string_param':
+      return p.string_param;
+    case 'bytes_param':
+      return p.bytes_param === undefined ? undefined : Buffer.from(p.bytes_param.buffer, p.bytes_param.byteOffset, p.bytes_param.byteLength);
+    default:
+      return undefined;
+  }
 }

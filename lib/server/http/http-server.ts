@@ -330,7 +330,7 @@ function buildApp(core: ServerCore, router: Router, escaped: EscapedError): Expr
       const model = core.repository.get(decodeSegment(rawName as string), version);
       switch (action) {
         case undefined:
-          res.json(model.metadata);
+          res.json(core.repository.metadataOf(model.name, version));
           return;
         case 'ready':
           if (model.ready) res.status(200).end();

@@ -3,7 +3,7 @@ import { TritonError } from '../../errors';
 import { decodeSegment } from './request-target';
 import type { ServerCore } from '../server-core';
 import { readJsonObject } from './body';
-import { refuseOverrides } from '../extensions';
+import { loadOverride } from '../extensions';
 
 /** `/v2/repository[/{repository}]/index` and `/v2/repository[/{repository}]/models/{m}/{load,unload}`. */
 export const REPOSITORY_ROUTE = /^\/v2\/repository(?:\/([^/]+))?\/(?:(index)|models\/([^/]+)\/(load|unload))$/;
@@ -11,8 +11,8 @@ export const REPOSITORY_ROUTE = /^\/v2\/repository(?:\/([^/]+))?\/(?:(index)|mod
 const BODY_LIMIT = 1024 * 1024;
 
 /**
- * Serves the model repository extension for bound models: the index, unload, and load again. Models are
- * bound in code, so a load cannot bring a new config or new files.
+ * Serves the model repository extension: the index, unload, and load (with Triton's `config` and
+ * `file:<path>` parameters; file contents are base64 over HTTP).
  */
 export async function handleRepository(core: ServerCore, match: RegExpExecArray, req: http.IncomingMessage): Promise<unknown> {
   const [, repositoryName, index, rawModel, action] = match;
@@ -29,8 +29,7 @@ export async function handleRepository(core: ServerCore, match: RegExpExecArray,
   if (typeof parameters !== 'object' || parameters === null || Array.isArray(parameters)) throw new TritonError('INVALID_ARGUMENT', "'parameters' must be an object");
   const params = parameters as Record<string, unknown>;
   if (action === 'load') {
-    refuseOverrides(Object.keys(params), model);
-    await core.loadModel(model);
+    await core.loadModel(model, loadOverride(params as Record<string, string | boolean | number>, model));
     return undefined;
   }
   const dependents = params.unload_dependents ?? false;
