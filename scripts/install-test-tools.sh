@@ -35,3 +35,6 @@ WRAP
   chmod +x "$bin_dir/perf_analyzer"
 fi
 perf_analyzer --version
+
+# The deployment tests' tools: podman, helm, kubeconform, haproxy, ... (scripts/install-deploy-tools.sh).
+bash "$(dirname "$0")/install-deploy-tools.sh"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every suite — type-check, lint, import cycles, jest (unit + integration), interop (pytest with Triton's clients) —
+# Runs every suite — type-check, lint, import cycles, jest (unit + integration), interop (pytest with Triton's clients),
+# deployment (pytest: container image, chart and manifests, replicas behind a load balancer) —
 # and ends with one line: "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
@@ -27,7 +28,7 @@ else
   failed=$((failed + 1)); echo "FAIL jest produced no report"
 fi
 
-python3 -m pytest test/interop -q -p no:cacheprovider --junitxml="$out/pytest.xml" 2>&1 | tail -40
+python3 -m pytest test/interop test/deploy -q -p no:cacheprovider --junitxml="$out/pytest.xml" 2>&1 | tail -40
 if [ -s "$out/pytest.xml" ]; then
   read -r pp pf < <(python3 - "$out/pytest.xml" <<'PY'
 import sys, xml.etree.ElementTree as ET

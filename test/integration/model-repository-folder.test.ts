@@ -250,7 +250,7 @@ describe('serving a model repository folder', () => {
   it('poll mode: a version added on disk is ready within two poll intervals', async () => {
     repo.identity('grows/1/model.onnx');
     repo.write('grows/config.pbtxt', 'platform: "onnxruntime_onnx"\nversion_policy: { all { } }\n');
-    const interval = 1;
+    const interval = 2;
     await start({ modelControlMode: 'poll', repositoryPollSeconds: interval });
     expect((await json('/v2/models/grows')).versions).toEqual(['1']);
     repo.identity('grows/3/model.onnx');
