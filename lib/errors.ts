@@ -171,6 +171,11 @@ export function serverStopping(): TritonError {
   return new TritonError('UNAVAILABLE', SERVER_STOPPING_MESSAGE);
 }
 
+/** The `UNAVAILABLE` error a server answers inference with while its models are still loading at start-up. */
+export function serverStarting(): TritonError {
+  return new TritonError('UNAVAILABLE', 'Server is starting: its models are loading and it accepts no inference yet');
+}
+
 /** Message of the `CANCELLED` error a request fails with when it is cancelled without a reason of its own. */
 export const REQUEST_CANCELLED_MESSAGE = 'request cancelled';
 

@@ -1,6 +1,6 @@
 import { TritonConfig, type TritonConfigInit } from './config/triton-config';
 import { validateOrThrow } from './config/validate';
-import { TritonError, type UnrecoverableError, serverStopping } from './errors';
+import { TritonError, type UnrecoverableError, serverStarting, serverStopping } from './errors';
 import { BlsRouter } from './bls/bls-router';
 import { InFlight } from './in-flight';
 import { createLogger, type Logger } from './logger';
@@ -281,9 +281,14 @@ export class Triton implements ServerCore, AsyncDisposable {
     return models.map((m) => m.statistics.toJson(m.name, m.version));
   }
 
+  /** Why inference is refused outside 'running': still starting, or stopping. */
+  private notRunning(): TritonError {
+    return this.state === 'starting' || this.state === 'created' ? serverStarting() : serverStopping();
+  }
+
   /** Runs one request; `model` when the caller has looked it up already (a transport, a BLS call). */
   infer(request: InferenceRequest, model?: Model): Promise<InferenceResponse> {
-    if (this.state !== 'running') return Promise.reject(serverStopping());
+    if (this.state !== 'running') return Promise.reject(this.notRunning());
     if (!model) {
       try {
         model = this.repository.get(request.modelName, request.modelVersion);
@@ -329,7 +334,7 @@ export class Triton implements ServerCore, AsyncDisposable {
 
   /** Runs one request of a decoupled model; `model` when the caller has looked it up already. */
   inferStream(request: InferenceRequest, model?: Model): AsyncIterable<InferenceResponse & { final: boolean }> {
-    if (this.state !== 'running') throw serverStopping();
+    if (this.state !== 'running') throw this.notRunning();
     const responses = (model ?? this.repository.get(request.modelName, request.modelVersion)).inferStream(request);
     const inFlight = this.inFlight;
     inFlight.add();

@@ -1,4 +1,4 @@
-import { Triton, type Request, type Response } from 'tstriton';
+import { instanceFactory, Triton, type Request, type Response } from 'tstriton';
 
 // run() and serve() take an AbortSignal that stops the server, as stop() does.
 
@@ -33,4 +33,35 @@ it('run({ signal }) with an aborted signal refuses to start', async () => {
   controller.abort();
   await expect(triton.run({ signal: controller.signal })).rejects.toThrow(/run\(\) was cancelled before the server started/);
   expect(triton.ports.http).toBeUndefined();
+});
+
+it('answers inference with 503 saying the server is starting while its models still load, then serves', async () => {
+  const triton = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' });
+  let finishLoading: () => void = () => undefined;
+  const loaded = new Promise<void>((resolve) => (finishLoading = resolve));
+  triton.bind({
+    modelName: 'slow_start',
+    inferFunc: instanceFactory(async () => {
+      await loaded;
+      return async (requests: Request[]): Promise<Response[]> => requests.map((r) => ({ OUTPUT0: r.inputs.INPUT0 as Response[string] }));
+    }),
+    inputs: [{ name: 'INPUT0', dtype: 'FP32', shape: [-1] }],
+    outputs: [{ name: 'OUTPUT0', dtype: 'FP32', shape: [-1] }],
+  });
+  const running = triton.run();
+  while (triton.ports.http === undefined) await new Promise((r) => setTimeout(r, 5));
+  const infer = () =>
+    fetch(`http://127.0.0.1:${triton.ports.http}/v2/models/slow_start/infer`, {
+      method: 'POST',
+      body: JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, 1], data: [1] }] }),
+    });
+  const early = await infer();
+  expect(early.status).toBe(503);
+  expect(await early.json()).toEqual({ error: 'Server is starting: its models are loading and it accepts no inference yet' });
+  expect((await fetch(`http://127.0.0.1:${triton.ports.http}/v2/health/ready`)).status).toBe(400);
+  finishLoading();
+  await running;
+  const served = await infer();
+  expect(await served.json()).toMatchObject({ outputs: [{ name: 'OUTPUT0', data: [1] }] });
+  await triton.stop();
 });
