@@ -26,3 +26,6 @@ go_install() { # binary module@version: builds a Go tool unless it is on the PAT
 # --- chart and manifests (test/deploy/test_manifests.py) ---
 
 # --- load balancer (test/deploy/test_scale_out.py) ---
+# haproxy: the balancer the scale-out test starts itself (its own process and config on free ports; a system
+# service the package may start is not used).
+apt_install haproxy
