@@ -241,6 +241,8 @@ class Parser {
 
   /** An input's `data`: read straight into a typed array when the input named FP32 or FP64 before it. */
   private inputData(depth: number, datatype: unknown, shape: unknown): unknown {
+    // Whitespace may come after the ':' (Python's json.dumps writes ": ").
+    this.ws();
     if (this.b[this.pos] === 91 && (datatype === 'FP32' || datatype === 'FP64')) {
       const start = this.pos;
       const floats = this.floats(depth, datatype, shape);

@@ -120,6 +120,13 @@ describe('float data read straight into a typed array', () => {
     expect(mismatches).toEqual([]);
   });
 
+  it("reads data that follows whitespace after its ':' (as Python's json.dumps writes it) into the typed array too", () => {
+    const text = '{"inputs": [{"name": "A", "datatype": "FP32", "shape": [3], "data": \n [0.5, -1.25, 3]}]}';
+    const data = floatsOf(text);
+    expect(data).toBeInstanceOf(JsonFloats);
+    expect([...(data as JsonFloats).values]).toEqual([0.5, -1.25, 3]);
+  });
+
   it('flattens nested data in row-major order, empty arrays included', () => {
     const data = floatsOf(header('FP32', '[[1.5, -2],[ ], [[3e0]] ]', '[3]')) as JsonFloats;
     expect([...data.values]).toEqual([1.5, -2, 3]);
