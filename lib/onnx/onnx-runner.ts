@@ -4,6 +4,7 @@ import { TritonError, invalidArgument } from '../errors';
 import type { Device } from '../instances/instance';
 import { DTYPES, type DataType, type TensorData } from '../tensor/dtype';
 import { concatBatch, sliceBatch, type Tensor } from '../tensor/tensor';
+import { loadOrt, type OrtModule } from './load-ort';
 
 /** Settings of one ONNX session, carried into its worker as `context.data`. */
 export interface OnnxRunnerSettings {
@@ -39,15 +40,16 @@ export function executionProvidersFor(device: Device, extra: readonly string[] =
  * splits them back by each request's rows as views.
  */
 export class OnnxRunner {
-  constructor(
-    private readonly ortModule: typeof import('onnxruntime-node'),
+  // Private, so that the declarations emitted for this file name no onnxruntime-node type (an optional peer dependency).
+  private constructor(
+    private readonly ortModule: OrtModule,
     private readonly session: ort.InferenceSession,
     private readonly settings: OnnxRunnerSettings,
   ) {}
 
-  /** Creates the session for a device; a missing CUDA provider is reported with how to install it. */
+  /** Creates the session for a device; a missing onnxruntime-node package, or CUDA provider, is reported with how to install it. */
   static async create(settings: OnnxRunnerSettings, device: Device): Promise<OnnxRunner> {
-    const ortModule = await import('onnxruntime-node');
+    const ortModule = await loadOrt();
     const options: ort.InferenceSession.SessionOptions = {
       executionProviders: executionProvidersFor(device, settings.executionProviders) as ort.InferenceSession.ExecutionProviderConfig[],
       intraOpNumThreads: settings.intraOpNumThreads,

@@ -108,15 +108,19 @@ def run_onnx(path, x):
 
 @pytest.fixture(scope="module")
 def fresh_install(tmp_path_factory):
-    """The packed package installed in an empty project, with TypeScript for the model.ts script."""
+    """The packed package installed in an empty project, with TypeScript for the model.ts script and
+    onnxruntime-node (an optional peer dependency) for the ONNX models; `.npmrc` skips its CUDA download."""
     where = tmp_path_factory.mktemp("install")
     packed = subprocess.run(["npm", "pack", "--silent", "--pack-destination", str(where)], cwd=ROOT,
                             capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
     (where / "package.json").write_text(json.dumps({"name": "fresh-install", "version": "1.0.0", "private": True}))
     (where / ".npmrc").write_text("onnxruntime-node-install=skip\n")
-    typescript = json.loads((ROOT / "package.json").read_text())["devDependencies"]["typescript"]
+    manifest = json.loads((ROOT / "package.json").read_text())
+    typescript = manifest["devDependencies"]["typescript"]
+    onnxruntime = manifest["peerDependencies"]["onnxruntime-node"]
     subprocess.run(["npm", "install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error",
-                    str(where / packed), f"typescript@{typescript}"], cwd=where, check=True, timeout=600)
+                    str(where / packed), f"typescript@{typescript}", f"onnxruntime-node@{onnxruntime}"],
+                   cwd=where, check=True, timeout=600)
     return where
 
 
