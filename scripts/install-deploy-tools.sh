@@ -24,6 +24,14 @@ go_install() { # binary module@version: builds a Go tool unless it is on the PAT
 # --- container image (test/deploy/test_container.py) ---
 
 # --- chart and manifests (test/deploy/test_manifests.py) ---
+# helm lints and renders deploy/helm/tstriton; kubeconform validates what it renders (both built from source with
+# the machine's Go, helm in about 2 minutes). Kubernetes' JSON schemas come offline from the PyPI package
+# kubernetes-validate (its strict schemas of Kubernetes 1.25 to 1.37, which the test hands to kubeconform);
+# jsonschema and PyYAML check the KServe manifests against the CRD schemas in test/deploy/schemas.
+go_install helm helm.sh/helm/v3/cmd/helm@v3.21.4
+go_install kubeconform github.com/yannh/kubeconform/cmd/kubeconform@v0.7.0
+python3 -c 'import kubernetes_validate, jsonschema, yaml' >/dev/null 2>&1 ||
+  python3 -m pip install -q "kubernetes-validate==1.37.0" jsonschema pyyaml
 
 # --- load balancer (test/deploy/test_scale_out.py) ---
 # haproxy: the balancer the scale-out test starts itself (its own process and config on free ports; a system
