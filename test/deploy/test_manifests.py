@@ -49,8 +49,8 @@ VALUE_SETS = {
 KIND_SUFFIX = "{{ .ResourceKind }}{{ .KindSuffix }}.json"
 
 
-def missing(what):
-    message = f"{what} is not installed (bash scripts/install-deploy-tools.sh)"
+def missing(what, how="bash scripts/install-deploy-tools.sh"):
+    message = f"{what} is not there ({how})"
     if os.environ.get("CI"):
         pytest.fail(message)
     pytest.skip(message)
@@ -366,7 +366,7 @@ def test_server_runs_with_the_charts_arguments(tmp_path):
     files laid out by the volume's items, the arguments with Kubernetes' $(VAR) expansion done."""
     cli = ROOT / "dist" / "lib" / "cli" / "main.js"
     if not cli.exists():
-        missing("the built server (npm run build)")
+        missing("the built server", "npm run build")
     _, docs = render("configmap-values.yaml", "-f", str(CI_VALUES / "tls-apikey-values.yaml"),
                      "--set", "tls.http.enabled=false", "--set", "tls.grpc.enabled=false",
                      "--set", "tls.grpc.mutual=false")
