@@ -1,5 +1,6 @@
 import { TritonError, invalidArgument } from '../errors';
 import { DTYPES, type DataType, type TensorData } from './dtype';
+import { float32Text, MAX_FLOAT32_TEXT, writeFloat32 } from './float32-text';
 import { JsonFloats } from './lossless-json';
 import { elementCount, type Tensor } from './tensor';
 import { describeValue } from './wire-value';
@@ -146,6 +147,18 @@ const MAX_ELEMENT_TEXT = 25;
 export function encodeJsonDataBytes(t: Tensor): Buffer {
   if (DTYPES[t.dtype].json === 'string') return Buffer.from(encodeJsonData(t), 'utf8');
   const count = t.data.length;
+  if (t.dtype === 'FP32') {
+    const d = t.data as Float32Array;
+    const out = Buffer.allocUnsafe(count * (MAX_FLOAT32_TEXT + 1) + 2);
+    let pos = 0;
+    out[pos++] = 0x5b; // [
+    for (let i = 0; i < count; i++) {
+      if (i > 0) out[pos++] = 0x2c; // ,
+      pos = writeFloat32(out, pos, d[i]!);
+    }
+    out[pos++] = 0x5d; // ]
+    return out.subarray(0, pos);
+  }
   const out = Buffer.allocUnsafe(count * MAX_ELEMENT_TEXT + 2);
   let pos = 0;
   out[pos++] = 0x5b; // [
@@ -170,9 +183,13 @@ function elementsText(t: Tensor, from: number, to: number): string {
       return parts.join(',');
     }
     case 'float': {
-      // Non-finite values have no JSON literal; Triton writes them as null.
       const d = t.data as Float32Array | Float64Array;
       const parts = new Array<string>(to - from);
+      if (t.dtype === 'FP32') {
+        for (let i = from; i < to; i++) parts[i - from] = float32Text(d[i]!);
+        return parts.join(',');
+      }
+      // Non-finite values have no JSON literal; Triton writes them as null.
       for (let i = from; i < to; i++) {
         const x = d[i] as number;
         // String(-0) is "0"; write "-0.0" as Triton (rapidjson) does so the sign bit survives.

@@ -98,12 +98,41 @@ describe('JSON codec errors', () => {
 });
 
 describe('JSON text of float data', () => {
-  it('writes each value as the shortest text of its double, -0 as -0.0 and non-finite values as null, as bytes too', () => {
-    const data = Float32Array.of(0.1, -0, Infinity, NaN, 1.5, -3.4028234663852886e38, 1e-45);
-    const text = '[0.10000000149011612,-0.0,null,null,1.5,-3.4028234663852886e+38,1.401298464324817e-45]';
-    expect(encodeJsonData({ dtype: 'FP32', shape: [7], data })).toBe(text);
-    expect(encodeJsonDataBytes({ dtype: 'FP32', shape: [7], data }).toString('latin1')).toBe(text);
+  it('writes FP32 values as the fewest digits that read back to the float32 (as numpy prints them), -0 as -0.0 and non-finite values as null, as bytes too', () => {
+    const data = Float32Array.of(0.1, -0, Infinity, NaN, 1.5, -3.4028234663852886e38, 1e-45, 123456789, 1e-7, 0.000123, 1e21, 2 / 3);
+    const text = '[0.1,-0.0,null,null,1.5,-3.4028235e+38,1e-45,123456790,1e-7,0.000123,1e+21,0.6666667]';
+    expect(encodeJsonData({ dtype: 'FP32', shape: [data.length], data })).toBe(text);
+    expect(encodeJsonDataBytes({ dtype: 'FP32', shape: [data.length], data }).toString('latin1')).toBe(text);
+  });
+
+  it('writes FP64 values as the shortest text of the double', () => {
+    const data = Float64Array.of(0.1, -0, NaN, 1.401298464324817e-45, 2 / 3);
+    const text = '[0.1,-0.0,null,1.401298464324817e-45,0.6666666666666666]';
+    expect(encodeJsonData({ dtype: 'FP64', shape: [data.length], data })).toBe(text);
+    expect(encodeJsonDataBytes({ dtype: 'FP64', shape: [data.length], data }).toString('latin1')).toBe(text);
     expect(encodeJsonDataBytes({ dtype: 'FP64', shape: [0], data: new Float64Array(0) }).toString('latin1')).toBe('[]');
+  });
+
+  it('writes every float32 so that reading it as a double and storing it as a float32 gives it back, in no more digits than the fewest that do', () => {
+    // Random bit patterns cover every exponent, subnormals included; the fewest digits are found by trying each precision.
+    const bits = new Uint32Array(200_000);
+    let seed = 12345;
+    for (let i = 0; i < bits.length; i++) bits[i] = seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+    const values = new Float32Array(bits.buffer);
+    const texts = (JSON.parse(encodeJsonDataBytes({ dtype: 'FP32', shape: [values.length], data: values }).toString('latin1')) as (number | null)[]);
+    const wrong: string[] = [];
+    values.forEach((x, i) => {
+      const back = texts[i];
+      if (!Number.isFinite(x)) {
+        if (back !== null) wrong.push(`${x} -> ${back}`);
+        return;
+      }
+      if (!Object.is(Math.fround(back as number), x)) wrong.push(`${x} -> ${back}`);
+      const fewest = [1, 2, 3, 4, 5, 6, 7, 8, 9].find((p) => Object.is(Math.fround(Number(x.toPrecision(p))), x))!;
+      const digits = String(Math.abs(back as number)).split('e')[0]!.replace('.', '').replace(/^0+/, '').replace(/0+$/, '').length || 1;
+      if (digits > fewest) wrong.push(`${x} -> ${back}: ${digits} digits, ${fewest} would do`);
+    });
+    expect(wrong.slice(0, 10)).toEqual([]);
   });
 });
 
