@@ -1,4 +1,4 @@
-import { TritonError, type OutputValue, type Request, type Response, type StreamItem } from '../lib';
+import { RESPONSE_PARAMETERS, TritonError, type OutputValue, type Request, type Response, type StreamItem } from '../lib';
 import { isAsyncIterable } from '../lib/callable';
 import { batchInputs, requestRows } from './batch-inputs';
 import { batchContext, totalRows, type BatchContext, type BatchFn, type BatchOutputs, type StreamingBatchFn } from './context';
@@ -86,6 +86,17 @@ export function splitOutputs(outputs: BatchOutputs, rows: readonly number[]): Re
       if (cut && !sameDims(cut, dimsOf(part))) part = cropRows(part, cut);
       (responses[i] as Response)[name] = part;
       start = end;
+    });
+  }
+  const parameters = outputs[RESPONSE_PARAMETERS];
+  if (parameters !== undefined) {
+    const perRequest = Array.isArray(parameters);
+    if (perRequest && parameters.length !== rows.length) {
+      throw new TritonError('INFERENCE_FAILED', `@batch: ${parameters.length} response parameter objects for ${rows.length} requests`);
+    }
+    responses.forEach((r, i) => {
+      const p = perRequest ? (parameters as readonly (Response[typeof RESPONSE_PARAMETERS])[])[i] : (parameters as Response[typeof RESPONSE_PARAMETERS]);
+      if (p !== undefined) (r as { [RESPONSE_PARAMETERS]?: unknown })[RESPONSE_PARAMETERS] = p;
     });
   }
   return responses;

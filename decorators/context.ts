@@ -1,5 +1,6 @@
 import { NEVER_ABORTED } from '../lib/callable-marks';
-import type { InstanceContext, OutputValue, ParameterValue, Request, Tensor } from '../lib';
+import type { InstanceContext, OutputValue, ParameterValue, Request, ResponseParameters, Tensor } from '../lib';
+import type { RESPONSE_PARAMETERS } from '../lib';
 
 /**
  * What a decorated function learns about its call: the instance running it, the requests, and a signal.
@@ -33,8 +34,13 @@ export interface BatchContext extends TritonContext {
   readonly batchParameters: Readonly<Record<string, ParameterValue>>;
 }
 
-/** The outputs of a batch function: one tensor per output, one row per row of the batch. */
-export type BatchOutputs = Record<string, OutputValue>;
+/**
+ * The outputs of a batch function: one tensor per output, one row per row of the batch. Response parameters
+ * go under `RESPONSE_PARAMETERS`: one object for every request of the batch, or a list with one per request.
+ */
+export type BatchOutputs = Record<string, OutputValue> & {
+  readonly [RESPONSE_PARAMETERS]?: ResponseParameters | readonly (ResponseParameters | undefined)[];
+};
 
 /** A function over one batch: inputs concatenated along dim 0, outputs with the same number of rows. */
 export type BatchFn = (inputs: Record<string, Tensor>, context: BatchContext) => Promise<BatchOutputs> | BatchOutputs;

@@ -49,8 +49,29 @@ export type OutputValue =
   | Tensor
   | { readonly dtype?: DataType; readonly shape: readonly number[]; readonly data: TensorData | readonly string[] };
 
-/** One response: output values by name. */
-export type Response = Record<string, OutputValue>;
+/**
+ * The key under which a response carries its response parameters, as Triton's Python backend
+ * `InferenceResponse(parameters=...)`: `{ OUTPUT0: t, [RESPONSE_PARAMETERS]: { tokens: 12 } }`. They reach the
+ * client in the HTTP `parameters` object and gRPC `ModelInferResponse.parameters`. A symbol, so that no output
+ * name is taken.
+ */
+export const RESPONSE_PARAMETERS: unique symbol = Symbol.for('tstriton.responseParameters');
+
+/** Response parameters: string, integer, boolean or double values by name. */
+export type ResponseParameters = Readonly<Record<string, ParameterValue>>;
+
+/** One response: output values by name, and optionally its response parameters. */
+export type Response = Record<string, OutputValue> & { readonly [RESPONSE_PARAMETERS]?: ResponseParameters };
+
+/** Attaches response parameters to a response (`{ ...outputs, [RESPONSE_PARAMETERS]: parameters }`). */
+export function withParameters<R extends Record<string, OutputValue>>(outputs: R, parameters: ResponseParameters): R & { readonly [RESPONSE_PARAMETERS]: ResponseParameters } {
+  return { ...outputs, [RESPONSE_PARAMETERS]: parameters };
+}
+
+/** The response parameters a response carries, if any. */
+export function parametersOf(response: object): ResponseParameters | undefined {
+  return (response as { [RESPONSE_PARAMETERS]?: ResponseParameters })[RESPONSE_PARAMETERS];
+}
 
 /** One response of a decoupled (streaming) model: for request `index` of the batch. */
 export interface StreamItem {

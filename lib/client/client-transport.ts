@@ -30,6 +30,8 @@ export interface ClientInferResponse {
   readonly modelName: string;
   readonly modelVersion: string;
   readonly outputs: readonly NamedTensor[];
+  /** The response parameters, when the server sent any. */
+  readonly parameters?: Readonly<Record<string, ParameterValue>>;
 }
 
 /** Settings of one streamed request. */
@@ -67,6 +69,8 @@ export interface ClientStreamRequest extends ClientInferRequest {
 export interface ClientStreamResponse {
   readonly id: string;
   readonly outputs: readonly NamedTensor[];
+  /** The response parameters, when the server sent any (gRPC's `triton_*` ones left out). */
+  readonly parameters?: Readonly<Record<string, ParameterValue>>;
   /** The server marked it as the request's last response. */
   readonly final: boolean;
 }

@@ -4,7 +4,7 @@ import type { ModelConfigJson } from '../config/triton-model-config';
 import { GrpcStatus, TritonError } from '../errors';
 import type { NamedTensor } from '../model/inference';
 import type { ModelMetadata } from '../protocol/model-metadata';
-import { toInferParameters } from '../protocol/infer-parameter';
+import { fromInferParameters, toInferParameters } from '../protocol/infer-parameter';
 import type {
   ModelConfigResponseMessage,
   ModelInferRequestMessage,
@@ -65,7 +65,8 @@ export class GrpcClientTransport implements ClientTransport {
 
   async infer(request: ClientInferRequest, settings: CallSettings): Promise<ClientInferResponse> {
     const res = await this.unary<ModelInferRequestMessage, ModelInferResponseMessage>('ModelInfer', requestMessage(request), settings);
-    return { id: res.id, modelName: res.model_name, modelVersion: res.model_version, outputs: decodeOutputs(res) };
+    const parameters = responseParameters(res);
+    return { id: res.id, modelName: res.model_name, modelVersion: res.model_version, outputs: decodeOutputs(res), ...(parameters && { parameters }) };
   }
 
   stream(request: ClientStreamRequest, settings: StreamSettings): AsyncIterable<ClientStreamResponse> {
@@ -93,7 +94,10 @@ export class GrpcClientTransport implements ClientTransport {
       // As Triton's C++ client: a response without the flag is final.
       const flag = res.parameters?.triton_final_response;
       final = flag === undefined || flag.bool_param === true;
-      if (res.outputs.length > 0) yield { id: res.id, outputs: decodeOutputs(res), final };
+      if (res.outputs.length > 0) {
+        const parameters = responseParameters(res);
+        yield { id: res.id, outputs: decodeOutputs(res), final, ...(parameters && { parameters }) };
+      }
     }
   }
 
@@ -179,6 +183,18 @@ function decodeOutputs(res: ModelInferResponseMessage): NamedTensor[] {
   } catch (err) {
     throw new ClientError('INTERNAL', `malformed answer from the server: ${(err as Error).message}`, undefined, { cause: err });
   }
+}
+
+/** A response's parameters as plain values, without the `triton_*` ones the protocol uses; undefined when none are left. */
+function responseParameters(res: ModelInferResponseMessage): Record<string, ParameterValue> | undefined {
+  if (!res.parameters) return undefined;
+  let out: Record<string, ParameterValue> | undefined;
+  try {
+    for (const [key, value] of Object.entries(fromInferParameters(res.parameters, 'response'))) if (!key.startsWith('triton_')) (out ??= {})[key] = value;
+  } catch (err) {
+    throw new ClientError('INTERNAL', `malformed answer from the server: ${(err as Error).message}`, undefined, { cause: err });
+  }
+  return out;
 }
 
 /** Drops the nulls proto-loader puts for unset sub-messages, so the config reads like the HTTP JSON. */

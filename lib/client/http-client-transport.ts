@@ -5,6 +5,7 @@ import type { ParameterValue } from '../callable';
 import type { ModelConfigJson } from '../config/triton-model-config';
 import { invalidArgument } from '../errors';
 import type { NamedTensor } from '../model/inference';
+import { parametersJson } from '../protocol/infer-parameter';
 import type { ModelMetadata } from '../protocol/model-metadata';
 import { decodeBinary, encodeBinary } from '../tensor/binary-codec';
 import { DTYPES, isDataType } from '../tensor/dtype';
@@ -172,12 +173,6 @@ function json(answer: HttpAnswer): unknown {
   }
 }
 
-/** Request parameters as JSON; BigInt values are written as plain integers. */
-function parametersJson(params: Readonly<Record<string, ParameterValue>>): string {
-  const parts = Object.entries(params).map(([k, v]) => `${JSON.stringify(k)}:${typeof v === 'bigint' ? v.toString() : JSON.stringify(v)}`);
-  return `{${parts.join(',')}}`;
-}
-
 /**
  * A generate request body: each input by name with its values (BYTES as UTF-8 strings), the request parameters
  * under `parameters`. The server fits the values to the input's declared shape.
@@ -266,6 +261,7 @@ function decodeInferAnswer(answer: HttpAnswer): ClientInferResponse {
       id?: string;
       model_name: string;
       model_version: string;
+      parameters?: Record<string, ParameterValue>;
       outputs?: OutputHeader[];
     };
     let offset = jsonLength;
@@ -282,10 +278,15 @@ function decodeInferAnswer(answer: HttpAnswer): ClientInferResponse {
       offset = end;
       return { name: o.name, tensor: { dtype, shape, data: decodeBinary(dtype, shape, bytes, what) } };
     });
-    return { id: header.id ?? '', modelName: header.model_name, modelVersion: header.model_version, outputs };
+    const parameters = isParameterObject(header.parameters) ? header.parameters : undefined;
+    return { id: header.id ?? '', modelName: header.model_name, modelVersion: header.model_version, outputs, ...(parameters && { parameters }) };
   } catch (err) {
     throw malformed(err);
   }
+}
+
+function isParameterObject(value: unknown): value is Record<string, ParameterValue> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length > 0;
 }
 
 function malformed(err: unknown): ClientError {

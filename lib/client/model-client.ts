@@ -1,4 +1,4 @@
-import type { ParameterValue } from '../callable';
+import { RESPONSE_PARAMETERS, type ParameterValue, type ResponseParameters } from '../callable';
 import type { ModelConfigJson } from '../config/triton-model-config';
 import type { ModelMetadata } from '../protocol/model-metadata';
 import type { Tensor } from '../tensor/tensor';
@@ -62,6 +62,8 @@ export interface StreamResponse {
   readonly outputs: Record<string, Tensor>;
   /** The request id echoed by the server ('' when none was given). */
   readonly id: string;
+  /** The response parameters the model returned with this response, if any. */
+  readonly parameters?: ResponseParameters;
   /**
    * The server marked this as the request's last response; the iteration ends after it. gRPC marks it
    * (`triton_final_response`); SSE cannot, so over HTTP only a non-decoupled model's one response is final.
@@ -197,7 +199,7 @@ export class ModelClient {
     for await (const response of this.transport.stream(request, settings)) {
       const outputs: Record<string, Tensor> = {};
       for (const { name, tensor } of response.outputs) outputs[name] = batched ? { dtype: tensor.dtype, shape: tensor.shape.slice(1), data: tensor.data } : tensor;
-      yield { outputs, id: response.id, final: response.final };
+      yield { outputs, id: response.id, final: response.final, ...(response.parameters && { parameters: response.parameters }) };
     }
   }
 
@@ -226,8 +228,10 @@ export class ModelClient {
       },
       this.settings(options, this.inferenceTimeoutMs),
     );
-    const out: Record<string, Tensor> = {};
+    const out: Record<string, Tensor> & { [RESPONSE_PARAMETERS]?: ResponseParameters } = {};
     for (const { name, tensor } of response.outputs) out[name] = tensor;
+    // Under a symbol, so that no output name is taken; read it with parametersOf(outputs).
+    if (response.parameters) out[RESPONSE_PARAMETERS] = response.parameters;
     return out;
   }
 

@@ -1,4 +1,4 @@
-import type { ParameterValue } from '../callable';
+import type { ParameterValue, ResponseParameters } from '../callable';
 import type { Cancellation } from '../cancellation';
 import type { Tensor } from '../tensor/tensor';
 
@@ -46,4 +46,9 @@ export interface InferenceResponse {
   readonly modelName: string;
   readonly modelVersion: string;
   readonly outputs: readonly NamedTensor[];
+  /** Response parameters the callable returned with its outputs. */
+  readonly parameters?: ResponseParameters;
 }
+
+/** Validated outputs in the transport's order, with the response parameters the callable returned (if any). */
+export type ValidatedOutputs = NamedTensor[] & { parameters?: ResponseParameters };

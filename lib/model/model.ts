@@ -11,7 +11,7 @@ import { TritonError, UnrecoverableError, failureReason } from '../errors';
 import { inService, type HealthEvent, type Instance } from '../instances/instance';
 import { Scheduler, type Scheduled } from '../scheduler/scheduler';
 import type { Tensor } from '../tensor/tensor';
-import type { InferenceRequest, InferenceResponse, NamedTensor } from './inference';
+import type { InferenceRequest, InferenceResponse, ValidatedOutputs } from './inference';
 import { ResponseCache } from './response-cache';
 import { InFlight } from '../in-flight';
 import { RequestJob, ScheduledRequest } from './request-job';
@@ -65,7 +65,7 @@ export class Model {
   readonly config: ModelConfig;
   readonly strict: boolean;
   readonly instances: readonly Instance[];
-  readonly scheduler: Scheduler<NamedTensor[]>;
+  readonly scheduler: Scheduler<ValidatedOutputs>;
   readonly configJson: ModelConfigJson;
   readonly metadata: ModelMetadata;
   readonly statistics = new ModelStatistics();
@@ -103,7 +103,7 @@ export class Model {
     this.requests = new RequestValidator(init.name, init.inputs, init.outputs, this.maxBatchSize);
     this.responses = new ResponseValidator(init.name, init.outputs, this.maxBatchSize, init.strict);
     const batcher = init.config.batcher;
-    this.scheduler = new Scheduler<NamedTensor[]>(
+    this.scheduler = new Scheduler<ValidatedOutputs>(
       init.instances,
       {
         maxBatchSize: this.maxBatchSize,
@@ -238,7 +238,7 @@ export class Model {
     );
   }
 
-  private succeeded(req: InferenceRequest, job: RequestJob, scheduled: Scheduled<NamedTensor[]>): InferenceResponse {
+  private succeeded(req: InferenceRequest, job: RequestJob, scheduled: Scheduled<ValidatedOutputs>): InferenceResponse {
     try {
       job.throwIfCancelled();
     } catch (err) {
@@ -247,7 +247,8 @@ export class Model {
     this.statistics.recordSuccess(job.elapsedNs(), scheduled);
     this.tracer?.record(this.name, this.version, req.id, job.start, scheduled);
     job.release();
-    return { id: req.id, modelName: this.name, modelVersion: this.version, outputs: scheduled.value };
+    const { parameters } = scheduled.value;
+    return { id: req.id, modelName: this.name, modelVersion: this.version, outputs: scheduled.value, ...(parameters && { parameters }) };
   }
 
   private failed(job: RequestJob, err: unknown): never {
@@ -277,7 +278,8 @@ export class Model {
           if (next.done) break;
           job.throwIfCancelled();
           const { value, final } = next.value;
-          yield { id: req.id, modelName: name, modelVersion: version, outputs: value ?? [], final };
+          const parameters = value?.parameters;
+          yield { id: req.id, modelName: name, modelVersion: version, outputs: value ?? [], final, ...(parameters && { parameters }) };
         }
         finished = true;
         statistics.recordSuccess(job.elapsedNs(), { value: undefined, queueNs: 0, computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0, batchRows: job.rows });

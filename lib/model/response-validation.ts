@@ -1,9 +1,9 @@
-import type { OutputValue, Request, Response } from '../callable';
+import { RESPONSE_PARAMETERS, type OutputValue, type Request, type Response, type ResponseParameters } from '../callable';
 import type { NamedTensorSpec } from '../config/tensor-spec';
 import { TritonError } from '../errors';
 import type { TensorData } from '../tensor/dtype';
 import { checkData, elementCount, tensor, type Tensor } from '../tensor/tensor';
-import type { NamedTensor } from './inference';
+import type { NamedTensor, ValidatedOutputs } from './inference';
 import { prefixOf, shapeMatches } from './request-validation';
 
 /**
@@ -23,7 +23,7 @@ export class ResponseValidator {
   }
 
   /** Checks one raw response against the output specs and orders it as the request asked. */
-  validate(request: Request, response: Response): NamedTensor[] {
+  validate(request: Request, response: Response): ValidatedOutputs {
     const prefix = () => prefixOf(request.id);
     const requested = request.requestedOutputs;
     const rows = this.maxBatchSize > 0 ? firstRows(request.inputs) : 1;
@@ -35,7 +35,7 @@ export class ResponseValidator {
         if (!this.outputByName.has(name)) throw failed(`${prefix()}model '${this.name}': the callable returned output '${name}', which the model does not declare`);
       }
     }
-    return requested.map((name) => {
+    const outputs: ValidatedOutputs = requested.map((name): NamedTensor => {
       const spec = this.outputByName.get(name) as NamedTensorSpec;
       const value = response[name];
       if (value === undefined) throw failed(`${prefix()}model '${this.name}': output '${name}' is missing from the callable's response`);
@@ -51,6 +51,9 @@ export class ResponseValidator {
       }
       return { name, tensor: t };
     });
+    const parameters = response[RESPONSE_PARAMETERS];
+    if (parameters !== undefined) outputs.parameters = checkParameters(parameters, () => `${prefix()}model '${this.name}'`);
+    return outputs;
   }
 }
 
@@ -77,6 +80,18 @@ function toTensor(value: OutputValue, spec: NamedTensorSpec, where: () => string
     throw failed(`${where()}: shape [${value.shape.join(',')}] needs ${elementCount(value.shape)} elements, data holds ${(data as TensorData).length}`);
   }
   return 'dtype' in value && value.dtype === dtype && data === value.data ? (value as Tensor) : tensor(dtype, value.shape, data as TensorData<typeof dtype>);
+}
+
+/** Response parameters must be an object of strings, integers, booleans and doubles, as request parameters. */
+function checkParameters(parameters: unknown, where: () => string): ResponseParameters {
+  if (typeof parameters !== 'object' || parameters === null || Array.isArray(parameters)) {
+    throw failed(`${where()}: response parameters must be an object, got ${parameters === null ? 'null' : Array.isArray(parameters) ? 'an array' : typeof parameters}`);
+  }
+  for (const [key, value] of Object.entries(parameters)) {
+    const ok = typeof value === 'string' || typeof value === 'boolean' || typeof value === 'bigint' || (typeof value === 'number' && Number.isFinite(value));
+    if (!ok) throw failed(`${where()}: response parameter '${key}' must be a string, integer, boolean or double, got ${value === null ? 'null' : typeof value}`);
+  }
+  return parameters as ResponseParameters;
 }
 
 function failed(message: string): TritonError {

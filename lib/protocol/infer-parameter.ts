@@ -62,3 +62,9 @@ export function toInferParameters(values: Readonly<Record<string, ParameterValue
   }
   return out;
 }
+
+/** Parameters as a JSON object (HTTP request and response `parameters`); BigInt values are written as plain integers. */
+export function parametersJson(params: Readonly<Record<string, ParameterValue>>): string {
+  const parts = Object.entries(params).map(([k, v]) => `${JSON.stringify(k)}:${typeof v === 'bigint' ? v.toString() : JSON.stringify(v)}`);
+  return `{${parts.join(',')}}`;
+}

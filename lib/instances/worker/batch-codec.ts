@@ -1,5 +1,5 @@
 /** Encodes a batch's requests for the worker and its responses for the main thread, one message each way. */
-import type { ParameterValue, Request } from '../../callable';
+import { parametersOf, RESPONSE_PARAMETERS, type ParameterValue, type Request, type ResponseParameters } from '../../callable';
 import { Cancellation, cancellationOf } from '../../cancellation';
 import type { Tensor } from '../../tensor/tensor';
 import { MOVABLE_BUFFER } from '../../callable';
@@ -112,12 +112,23 @@ export function encodeResponses(responses: unknown, copyAll = false): Encoded<Wi
   if (!Array.isArray(responses) || !responses.every(isRecord)) return { value: { raw: responses }, transferList: [] };
   const transfers = new TransferList();
   const outputs = encodeColumns(responses as Record<string, unknown>[], transfers, copyAll);
-  return { value: { count: responses.length, outputs }, transferList: transfers.list };
+  // Symbol keys do not survive structured cloning: response parameters travel beside the columns.
+  let parameters: (ResponseParameters | undefined)[] | undefined;
+  responses.forEach((r: object, i) => {
+    const p = parametersOf(r);
+    if (p !== undefined) (parameters ??= new Array<ResponseParameters | undefined>(responses.length))[i] = p;
+  });
+  return { value: { count: responses.length, outputs, ...(parameters && { parameters }) }, transferList: transfers.list };
 }
 
 /** Rebuilds responses on the main thread (their count is checked by the instance). */
 export function decodeResponses(wire: WireResult): unknown {
-  return 'raw' in wire ? wire.raw : decodeColumns(wire.outputs, wire.count);
+  if ('raw' in wire) return wire.raw;
+  const responses = decodeColumns(wire.outputs, wire.count);
+  wire.parameters?.forEach((p, i) => {
+    if (p !== undefined) (responses[i] as Record<PropertyKey, unknown>)[RESPONSE_PARAMETERS] = p;
+  });
+  return responses;
 }
 
 function hasKeys(record: object): boolean {

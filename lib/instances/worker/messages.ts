@@ -2,7 +2,7 @@
  * The protocol between a WorkerInstance (main thread) and its worker thread: one message per batch each way,
  * plus abort notices. Tensor data rides in the same message, its buffers in the transfer list.
  */
-import type { ParameterValue } from '../../callable';
+import type { ParameterValue, ResponseParameters } from '../../callable';
 import type { InstanceContext } from '../instance';
 import type { WireError } from './error-transfer';
 import type { Column } from './columns';
@@ -33,7 +33,14 @@ export interface WireBatch {
 }
 
 /** A batch's responses on the wire: as columns, or what the callable returned if it was not a list of records. */
-export type WireResult = { readonly count: number; readonly outputs: readonly Column[] } | { readonly raw: unknown };
+export type WireResult =
+  | {
+      readonly count: number;
+      readonly outputs: readonly Column[];
+      /** Response parameters by response index; absent when no response has any. */
+      readonly parameters?: readonly (ResponseParameters | undefined)[];
+    }
+  | { readonly raw: unknown };
 
 /** A `request.infer(...)` call made in the worker, as it travels to the main thread (no signal: see `bls-abort`). */
 export interface WireInferCall {

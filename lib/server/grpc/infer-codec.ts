@@ -5,7 +5,7 @@ import type { Model } from '../../model/model';
 import { decodeBinary, encodeBinary } from '../../tensor/binary-codec';
 import { DTYPES, isDataType } from '../../tensor/dtype';
 import { parseParameters, type RequestParameters } from '../parameters';
-import { fromInferParameters } from '../../protocol/infer-parameter';
+import { fromInferParameters, toInferParameters } from '../../protocol/infer-parameter';
 import type { InferParameterMap, ModelInferRequestMessage, ModelInferResponseMessage } from '../../protocol/messages';
 import { decodeTensorContents } from '../../protocol/tensor-contents';
 import { decodeModelInferRequest } from './infer-request-decoder';
@@ -203,7 +203,8 @@ export function encodeGrpcInfer(
     outputs: new Array(outputs.length),
     raw_output_contents: new Array(outputs.length),
   };
-  if (parameters) msg.parameters = parameters;
+  if (response.parameters) msg.parameters = parameters ? { ...toInferParameters(response.parameters), ...parameters } : toInferParameters(response.parameters);
+  else if (parameters) msg.parameters = parameters;
   for (let i = 0; i < outputs.length; i++) {
     const { name, tensor: produced } = outputs[i] as NamedTensor;
     const tensor = outputTensor(produced, handling?.get(name), sharedMemory, encodeBinary);

@@ -8,6 +8,7 @@ import { DTYPES, isDataType } from '../../tensor/dtype';
 import { decodeJsonData, encodeJsonData, encodeJsonDataBytes } from '../../tensor/json-codec';
 import { parseJson, parseJsonBytes } from '../../tensor/lossless-json';
 import { describeValue } from '../../tensor/wire-value';
+import { parametersJson } from '../../protocol/infer-parameter';
 import { parseParameters } from '../parameters';
 import { shmTargetOf, type SharedMemoryManager } from '../shared-memory';
 import { outputHandling, outputTensor, sharedMemoryInput, type OutputHandling } from '../infer-request';
@@ -186,7 +187,8 @@ export function encodeHttpInfer(response: InferenceResponse, decoded: DecodedHtt
   const blobs: Uint8Array[] = [];
   let pieces: (string | Uint8Array)[] | undefined;
   const id = response.id ? `"id":${JSON.stringify(response.id)},` : '';
-  let text = `{${id}"model_name":${JSON.stringify(response.modelName)},"model_version":${JSON.stringify(response.modelVersion)},"outputs":[`;
+  const parameters = response.parameters ? `"parameters":${parametersJson(response.parameters)},` : '';
+  let text = `{${id}"model_name":${JSON.stringify(response.modelName)},"model_version":${JSON.stringify(response.modelVersion)},${parameters}"outputs":[`;
   response.outputs.forEach(({ name, tensor: produced }, i) => {
     if (i > 0) text += ',';
     const format = formatFor(decoded, name);
