@@ -24,6 +24,19 @@ export interface Request {
    * thread and its outputs come back as a message).
    */
   readonly infer?: (call: InferCall) => Promise<Record<string, Tensor>>;
+  /**
+   * The sequence this request belongs to, on a model with a sequence batcher (`sequenceBatching`): its
+   * correlation id and whether it starts or ends the sequence. Absent on other models.
+   */
+  readonly sequence?: SequenceInfo;
+}
+
+/** A request's place in a sequence: the correlation id (`sequence_id`) and the START/END flags. */
+export interface SequenceInfo {
+  /** Correlation id: an unsigned integer (a BigInt beyond 2^53) or a string. */
+  readonly id: number | bigint | string;
+  readonly start: boolean;
+  readonly end: boolean;
 }
 
 /** A call to another model, made with `request.infer(...)`. */

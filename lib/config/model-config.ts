@@ -13,6 +13,7 @@ import {
 import { TritonError } from '../errors';
 import { DATA_TYPES, type DataType } from '../tensor/dtype';
 import { assignKnown } from './validate';
+import { SequenceBatching, type SequenceBatchingInit } from './sequence-batching';
 
 /** What happens to a request that times out in the queue. */
 export type TimeoutAction = 'REJECT' | 'DELAY';
@@ -172,9 +173,10 @@ export interface ModelConfigInit {
   responseCache?: boolean;
   warmup?: (WarmupSetting | WarmupSettingInit)[];
   parameters?: Record<string, string>;
+  sequenceBatching?: SequenceBatching | SequenceBatchingInit | null;
 }
 
-const MODEL_CONFIG_KEYS = ['batching', 'maxBatchSize', 'batcher', 'decoupled', 'responseCache', 'warmup', 'parameters'] as const;
+const MODEL_CONFIG_KEYS = ['batching', 'maxBatchSize', 'batcher', 'decoupled', 'responseCache', 'warmup', 'parameters', 'sequenceBatching'] as const;
 
 /** How a bound model batches and behaves, as PyTriton's `ModelConfig`. */
 export class ModelConfig {
@@ -209,8 +211,17 @@ export class ModelConfig {
   @IsObject()
   parameters: Record<string, string> = {};
 
+  /**
+   * Sequence (stateful) batcher, as Triton's `sequence_batching` (see docs/sequence.md); it takes the place of
+   * the dynamic batcher. Null or absent: none.
+   */
+  @IsOptional()
+  sequenceBatching: SequenceBatching | null = null;
+
   constructor(init?: ModelConfigInit) {
     assignKnown(this, init, MODEL_CONFIG_KEYS, 'ModelConfig');
+    if (this.sequenceBatching !== null && !(this.sequenceBatching instanceof SequenceBatching)) this.sequenceBatching = new SequenceBatching(this.sequenceBatching);
+    if (this.sequenceBatching && this.decoupled) throw new TritonError('INVALID_CONFIG', 'invalid ModelConfig: a decoupled model cannot have a sequence batcher');
     if (this.batcher !== null && !(this.batcher instanceof DynamicBatcher)) this.batcher = new DynamicBatcher(this.batcher);
     this.warmup = (this.warmup ?? []).map((w) => (w instanceof WarmupSetting ? w : new WarmupSetting(w)));
   }

@@ -1,5 +1,6 @@
 import { DTYPES } from '../tensor/dtype';
 import type { ModelConfig, QueuePolicy } from './model-config';
+import { sequenceBatchingJson } from './sequence-batching';
 import type { NamedTensorSpec } from './tensor-spec';
 
 /** One instance group as the generated config reports it. */
@@ -71,7 +72,9 @@ export function buildModelConfigJson(d: ModelDescription): ModelConfigJson {
       eager_batching: false,
     },
   };
-  if (c.batcher && maxBatchSize > 0) {
+  if (c.sequenceBatching) {
+    json.sequence_batching = sequenceBatchingJson(c.sequenceBatching, maxBatchSize);
+  } else if (c.batcher && maxBatchSize > 0) {
     const b = c.batcher;
     const dynamic: Record<string, unknown> = {
       preferred_batch_size: b.preferredBatchSize.length > 0 ? [...b.preferredBatchSize] : [maxBatchSize],
@@ -192,7 +195,8 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 }
 
 function isDefault(v: unknown): boolean {
-  if (v === false || v === 0 || v === '' || v === null || v === undefined) return true;
+  // TYPE_INVALID is an unset data_type (a control other than CORRID).
+  if (v === false || v === 0 || v === '' || v === null || v === undefined || v === 'TYPE_INVALID') return true;
   if (Array.isArray(v)) return v.length === 0;
   return false;
 }

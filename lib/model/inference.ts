@@ -1,4 +1,4 @@
-import type { ParameterValue, ResponseParameters } from '../callable';
+import type { ParameterValue, ResponseParameters, SequenceInfo } from '../callable';
 import type { Cancellation } from '../cancellation';
 import type { Tensor } from '../tensor/tensor';
 
@@ -38,6 +38,8 @@ export interface InferenceRequest {
    * assembled itself): a worker instance may move it to its thread instead of copying the inputs out of it.
    */
   readonly movableBuffer?: ArrayBufferLike;
+  /** `sequence_id`, `sequence_start` and `sequence_end`, when the request named a sequence. */
+  readonly sequence?: SequenceInfo;
 }
 
 /** A validated response, outputs in the order the transport must write them. */

@@ -1,4 +1,4 @@
-import type { InferCall, Response } from '../callable';
+import type { InferCall, Request, Response } from '../callable';
 import { Cancellation } from '../cancellation';
 import { warmupRequests } from './warmup';
 import { ModelStatistics } from './model-statistics';
@@ -9,7 +9,9 @@ import type { NamedTensorSpec } from '../config/tensor-spec';
 import type { ModelConfig } from '../config/model-config';
 import { TritonError, UnrecoverableError, failureReason } from '../errors';
 import { inService, type HealthEvent, type Instance } from '../instances/instance';
-import { Scheduler, type Scheduled } from '../scheduler/scheduler';
+import { Scheduler, type Scheduled, type SchedulerHooks } from '../scheduler/scheduler';
+import type { RequestScheduler } from '../scheduler/request-scheduler';
+import { SequenceBatcher } from '../scheduler/sequence-batcher';
 import type { Tensor } from '../tensor/tensor';
 import type { InferenceRequest, InferenceResponse, ValidatedOutputs } from './inference';
 import { ResponseCache } from './response-cache';
@@ -65,7 +67,8 @@ export class Model {
   readonly config: ModelConfig;
   readonly strict: boolean;
   readonly instances: readonly Instance[];
-  readonly scheduler: Scheduler<ValidatedOutputs>;
+  /** The dynamic batcher, or the sequence batcher of a model with `sequenceBatching`. */
+  readonly scheduler: RequestScheduler<ValidatedOutputs>;
   readonly configJson: ModelConfigJson;
   readonly metadata: ModelMetadata;
   readonly statistics = new ModelStatistics();
@@ -103,30 +106,35 @@ export class Model {
     this.requests = new RequestValidator(init.name, init.inputs, init.outputs, this.maxBatchSize);
     this.responses = new ResponseValidator(init.name, init.outputs, this.maxBatchSize, init.strict);
     const batcher = init.config.batcher;
-    this.scheduler = new Scheduler<ValidatedOutputs>(
-      init.instances,
-      {
-        maxBatchSize: this.maxBatchSize,
-        dynamicBatching: batcher !== null && this.maxBatchSize > 0,
-        maxQueueDelayMicroseconds: batcher?.maxQueueDelayMicroseconds ?? 0,
-        preferredBatchSize: batcher?.preferredBatchSize ?? [],
-        preserveOrdering: batcher?.preserveOrdering ?? false,
-        priorityLevels: batcher?.priorityLevels ?? 0,
-        defaultPriorityLevel: batcher?.defaultPriorityLevel ?? 0,
-        defaultQueuePolicy: batcher?.defaultQueuePolicy,
-        priorityQueuePolicy: batcher?.priorityQueuePolicy,
+    const finalize = (request: Request, response: Response) => this.responses.validate(request, response);
+    const hooks: SchedulerHooks = {
+      onExecutionError: (err) => {
+        if (err instanceof UnrecoverableError) init.onUnrecoverable?.(err, this);
       },
-      (request, response) => this.responses.validate(request, response),
-      {
-        onExecutionError: (err) => {
-          if (err instanceof UnrecoverableError) init.onUnrecoverable?.(err, this);
-        },
-        onExecution: (record) => {
-          this.statistics.recordExecution(record);
-        },
-        outOfService: () => this.outOfService(),
+      onExecution: (record) => {
+        this.statistics.recordExecution(record);
       },
-    );
+      outOfService: () => this.outOfService(),
+    };
+    const sequenceBatching = init.config.sequenceBatching;
+    this.scheduler = sequenceBatching
+      ? new SequenceBatcher<ValidatedOutputs>(init.instances, { modelName: init.name, maxBatchSize: this.maxBatchSize, config: sequenceBatching }, finalize, hooks)
+      : new Scheduler<ValidatedOutputs>(
+          init.instances,
+          {
+            maxBatchSize: this.maxBatchSize,
+            dynamicBatching: batcher !== null && this.maxBatchSize > 0,
+            maxQueueDelayMicroseconds: batcher?.maxQueueDelayMicroseconds ?? 0,
+            preferredBatchSize: batcher?.preferredBatchSize ?? [],
+            preserveOrdering: batcher?.preserveOrdering ?? false,
+            priorityLevels: batcher?.priorityLevels ?? 0,
+            defaultPriorityLevel: batcher?.defaultPriorityLevel ?? 0,
+            defaultQueuePolicy: batcher?.defaultQueuePolicy,
+            priorityQueuePolicy: batcher?.priorityQueuePolicy,
+          },
+          finalize,
+          hooks,
+        );
     for (const instance of init.instances) {
       instance.onHealthChange?.((event) => {
         if (!event.healthy) this.lastFailure = event;
@@ -315,6 +323,7 @@ export class Model {
     this.live.add();
     this.created++;
     const request = new ScheduledRequest(inputs, req.parameters, requestedOutputs, req.id, cancellation, req.movableBuffer);
+    if (req.sequence) request.sequence = req.sequence;
     const bls = this.bls;
     if (bls) request.infer = (call) => bls(call, [...(req.chain ?? []), this.name], cancellation);
     return new RequestJob(this, req, request, rows, batchKey, cancellation);

@@ -13,6 +13,7 @@ export interface JobOwner {
 /** The request the scheduler and the callable see; its AbortSignal is made only if the callable asks. */
 export class ScheduledRequest implements Request {
   infer: Request['infer'];
+  sequence: Request['sequence'];
   readonly [CANCELLATION]: Cancellation;
   readonly [MOVABLE_BUFFER]: ArrayBufferLike | undefined;
 

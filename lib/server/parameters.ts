@@ -1,4 +1,4 @@
-import type { ParameterValue } from '../callable';
+import type { ParameterValue, SequenceInfo } from '../callable';
 import { invalidArgument } from '../errors';
 import { describeValue, setEntry } from '../tensor/wire-value';
 
@@ -8,6 +8,8 @@ export interface RequestParameters {
   priority?: number;
   timeoutMicroseconds?: number;
   binaryDataOutput: boolean;
+  /** `sequence_id`, `sequence_start`, `sequence_end`, when any was given (an id of 0 or '' means none). */
+  sequence?: SequenceInfo;
 }
 
 /** Keys the protocol reserves; they never reach the callable as custom parameters. */
@@ -56,10 +58,22 @@ function applyReserved(out: RequestParameters, key: string, value: unknown): voi
       return;
     case 'sequence_start':
     case 'sequence_end':
-      if (typeof value !== 'boolean') throw invalidArgument(`parameter '${key}' must be a boolean, got ${describeValue(value)}`);
+      // As Triton: a model without a sequence batcher ignores them (its scheduler never reads them).
+      if (typeof value !== 'boolean') throw invalidArgument(`invalid value type for '${key}' parameter, expected bool_param, got ${describeValue(value)}`);
+      out.sequence = { id: out.sequence?.id ?? 0, start: out.sequence?.start ?? false, end: out.sequence?.end ?? false, [key === 'sequence_start' ? 'start' : 'end']: value };
       return;
+    case 'sequence_id':
+      if (typeof value === 'string') {
+        out.sequence = { start: false, end: false, ...out.sequence, id: value };
+        return;
+      }
+      if ((typeof value === 'number' && Number.isInteger(value) && value >= 0) || (typeof value === 'bigint' && value >= 0n && value < 2n ** 64n)) {
+        out.sequence = { start: false, end: false, ...out.sequence, id: value };
+        return;
+      }
+      throw invalidArgument(`invalid value type for 'sequence_id' parameter, expected int64_param or string_param, got ${describeValue(value)}`);
     default:
-      // sequence_id and headers are accepted; models here are not sequence models.
+      // headers is accepted and not used.
       return;
   }
 }

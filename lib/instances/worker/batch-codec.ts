@@ -1,5 +1,5 @@
 /** Encodes a batch's requests for the worker and its responses for the main thread, one message each way. */
-import { parametersOf, RESPONSE_PARAMETERS, type ParameterValue, type Request, type ResponseParameters } from '../../callable';
+import { parametersOf, RESPONSE_PARAMETERS, type ParameterValue, type Request, type ResponseParameters, type SequenceInfo } from '../../callable';
 import { Cancellation, cancellationOf } from '../../cancellation';
 import type { Tensor } from '../../tensor/tensor';
 import { MOVABLE_BUFFER } from '../../callable';
@@ -31,12 +31,14 @@ export function encodeRequests(requests: readonly Request[], copyAll = false): E
   const first = requests[0];
   let parameters: Record<string, ParameterValue>[] | undefined;
   let ids: string[] | undefined;
+  let sequences: (SequenceInfo | undefined)[] | undefined;
   let outputsVary = false;
   const live: number[] = [];
   const aborted: { index: number; reason: ReturnType<typeof serializeError> }[] = [];
   requests.forEach((r, index) => {
     if (parameters === undefined && hasKeys(r.parameters)) parameters = requests.map((q) => q.parameters);
     if (ids === undefined && r.id !== '') ids = requests.map((q) => q.id);
+    if (sequences === undefined && r.sequence !== undefined) sequences = requests.map((q) => q.sequence);
     if (!outputsVary && first && !sameList(r.requestedOutputs, first.requestedOutputs)) outputsVary = true;
     // A request without a Cancellation (a warmup request) cannot be aborted.
     const c = cancellationOf(r);
@@ -50,6 +52,7 @@ export function encodeRequests(requests: readonly Request[], copyAll = false): E
     outputsVary,
     ...(parameters && { parameters }),
     ...(ids && { ids }),
+    ...(sequences && { sequences }),
     ...(live.length > 0 && { live }),
     ...(aborted.length > 0 && { aborted }),
   };
@@ -67,6 +70,7 @@ class WorkerRequest implements Request {
     readonly requestedOutputs: readonly string[],
     readonly id: string,
     readonly cancellation: Cancellation | undefined,
+    readonly sequence: SequenceInfo | undefined,
   ) {}
 
   get signal(): AbortSignal {
@@ -99,6 +103,7 @@ export function decodeRequests(wire: WireBatch): { requests: Request[]; cancella
         (wire.outputsVary ? wire.requestedOutputs[i] : wire.requestedOutputs) as readonly string[],
         wire.ids?.[i] ?? '',
         cancellations[i],
+        wire.sequences?.[i],
       ),
   );
   return { requests, cancellations };

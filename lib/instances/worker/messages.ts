@@ -2,7 +2,7 @@
  * The protocol between a WorkerInstance (main thread) and its worker thread: one message per batch each way,
  * plus abort notices. Tensor data rides in the same message, its buffers in the transfer list.
  */
-import type { ParameterValue, ResponseParameters } from '../../callable';
+import type { ParameterValue, ResponseParameters, SequenceInfo } from '../../callable';
 import type { InstanceContext } from '../instance';
 import type { WireError } from './error-transfer';
 import type { Column } from './columns';
@@ -26,6 +26,8 @@ export interface WireBatch {
   readonly parameters?: readonly Readonly<Record<string, ParameterValue>>[];
   /** Per request; absent when every id is ''. */
   readonly ids?: readonly string[];
+  /** Per request (a sequence model's); absent when no request belongs to a sequence. */
+  readonly sequences?: readonly (SequenceInfo | undefined)[];
   /** Requests the main thread may still abort (an 'abort' message then names one). */
   readonly live?: readonly number[];
   /** Requests aborted before the batch was sent, with the reason. */

@@ -41,7 +41,7 @@ export function decodeGrpcInfer(
   deadline?: number,
   sharedMemory?: SharedMemoryManager,
 ): InferenceRequest {
-  const { parameters, priority, timeoutMicroseconds } = isEmpty(msg.parameters)
+  const { parameters, priority, timeoutMicroseconds, sequence } = isEmpty(msg.parameters)
     ? NO_PARAMETERS
     : parseParameters(fromInferParameters(msg.parameters, 'request'), 'request', GRPC_ALLOWED_TRITON_KEYS);
   const raw = msg.raw_input_contents ?? [];
@@ -83,6 +83,7 @@ export function decodeGrpcInfer(
     parameters,
     priority,
     timeoutMicroseconds,
+    ...(sequence && { sequence }),
     cancellation,
     deadline,
     movableBuffer: msg.movableBuffer,

@@ -57,7 +57,7 @@ export function decodeHttpInfer(
   if (!isObject(header)) throw invalidArgument(`the inference request JSON must be an object, got ${describeValue(header)}`);
   const id = header.id ?? '';
   if (typeof id !== 'string') throw invalidArgument(`the request 'id' must be a string, got ${describeValue(id)}`);
-  const { parameters, priority, timeoutMicroseconds, binaryDataOutput } = parseParameters(header.parameters, 'request');
+  const { parameters, priority, timeoutMicroseconds, binaryDataOutput, sequence } = parseParameters(header.parameters, 'request');
 
   if (!Array.isArray(header.inputs)) throw invalidArgument(`the inference request must have an 'inputs' array, got ${describeValue(header.inputs)}`);
   let offset = jsonLength;
@@ -125,6 +125,7 @@ export function decodeHttpInfer(
       parameters,
       priority,
       timeoutMicroseconds,
+      ...(sequence && { sequence }),
       cancellation,
       movableBuffer,
     },

@@ -17,7 +17,10 @@ describe('parseParameters refuses a wrong type as INVALID_ARGUMENT, naming the p
     ['a fractional timeout', { timeout: 1.5 }, /parameter 'timeout' must be a non-negative integer, got 1.5/],
     ['a timeout that is an object without a prototype', { timeout: noPrototype }, /'timeout' must be a non-negative integer, got \{\}/],
     ['binary_data_output that is a number', { binary_data_output: 1 }, /'binary_data_output' must be a boolean, got 1/],
-    ['sequence_start that is a string', { sequence_start: 'yes' }, /'sequence_start' must be a boolean, got "yes"/],
+    ['sequence_start that is a string', { sequence_start: 'yes' }, /^invalid value type for 'sequence_start' parameter, expected bool_param, got "yes"$/],
+    ['sequence_end that is a number', { sequence_end: 1 }, /^invalid value type for 'sequence_end' parameter, expected bool_param, got 1$/],
+    ['a fractional sequence_id', { sequence_id: 1.5 }, /^invalid value type for 'sequence_id' parameter, expected int64_param or string_param, got 1.5$/],
+    ['a negative sequence_id', { sequence_id: -3 }, /'sequence_id' parameter, expected int64_param or string_param, got -3/],
     ['a custom parameter holding a BigInt in an object', { p: { x: 12345678901234567890n } }, /parameter 'p' has an invalid type: .* got \{"x":12345678901234567890\}/],
     ['a custom parameter that is null', { p: null }, /parameter 'p' has an invalid type: .* got null/],
     ['a custom parameter that is not finite', { p: Infinity }, /got Infinity/],
@@ -27,6 +30,13 @@ describe('parseParameters refuses a wrong type as INVALID_ARGUMENT, naming the p
     expect(err).toBeInstanceOf(TritonError);
     expect(err.code).toBe('INVALID_ARGUMENT');
     expect(err.message).toMatch(message);
+  });
+
+  it('reads sequence_id (integer, BigInt or string) with its START and END flags', () => {
+    expect(parseParameters({ sequence_id: 7, sequence_start: true }, 'request').sequence).toEqual({ id: 7, start: true, end: false });
+    expect(parseParameters({ sequence_end: true, sequence_id: 'a' }, 'request').sequence).toEqual({ id: 'a', start: false, end: true });
+    expect(parseParameters({ sequence_id: 18446744073709551615n }, 'request').sequence).toEqual({ id: 18446744073709551615n, start: false, end: false });
+    expect(parseParameters({ priority: 1 }, 'request').sequence).toBeUndefined();
   });
 
   it('keeps a custom __proto__ parameter as an own entry', () => {

@@ -1,0 +1,500 @@
+import { TritonError, toTritonError } from '../errors';
+import type { Request, Response, SequenceInfo } from '../callable';
+import type { SequenceBatching } from '../config/sequence-batching';
+import type { Instance } from '../instances/instance';
+import { BatchNotStarted } from '../instances/instance-errors';
+import { CANCELLATION, cancelledError, type Cancellable, type Cancellation } from '../cancellation';
+import type { Tensor } from '../tensor/tensor';
+import type { ExecutionRecord, Scheduled } from './execution-record';
+import type { RequestScheduler } from './request-scheduler';
+import type { EnqueueOptions, Finalize, SchedulerHooks } from './scheduler';
+import { ResponseStream } from './response-stream';
+import { fillerInputs, SequenceControls, SequenceStates, type StateTensors } from './sequence-tensors';
+
+/** Sequence batcher settings, derived from the model config. */
+export interface SequenceBatcherOptions {
+  modelName: string;
+  /** The model's `max_batch_size`; 0 when it does not batch (one slot per instance). */
+  maxBatchSize: number;
+  config: SequenceBatching;
+}
+
+/** A request waiting in its sequence. */
+interface Queued<T> {
+  readonly request: Request & Cancellable;
+  readonly sequence: SequenceInfo;
+  readonly enqueuedAt: number;
+  readonly resolve: (v: Scheduled<T>) => void;
+  readonly reject: (err: unknown) => void;
+  readonly cancellation: Cancellation;
+  readonly onAbort: () => void;
+}
+
+/** A batch slot of one instance; a live sequence owns it from its START to its END (or idle timeout). */
+interface Slot<T> {
+  readonly instance: Instance;
+  readonly index: number;
+  owner: Sequence<T> | undefined;
+}
+
+/** One live sequence: its requests in order, its slot (or none yet: backlogged) and its implicit state. */
+interface Sequence<T> {
+  readonly key: string;
+  readonly id: SequenceInfo['id'];
+  readonly queue: Queued<T>[];
+  slot: Slot<T> | undefined;
+  running: boolean;
+  state: StateTensors | undefined;
+  idleTimer: NodeJS.Timeout | undefined;
+  /** Set once its END request was queued: requests for its id start a new sequence. */
+  ending: boolean;
+  released: boolean;
+}
+
+const now = () => performance.now();
+const ms2ns = (ms: number) => Math.round(ms * 1e6);
+
+/** A map key for a correlation id: integers and strings never collide. */
+function keyOf(id: SequenceInfo['id']): string {
+  return typeof id === 'string' ? `s:${id}` : `n:${String(id)}`;
+}
+
+/**
+ * Triton's sequence batcher: each sequence (requests sharing a correlation id, START to END) is routed to one
+ * batch slot of one instance for its life; its requests run in order, one at a time; a batch holds at most one
+ * request of each sequence. `direct` lays the batch out by slot, with READY false for slots that hold no ready
+ * request; `oldest` takes the sequences whose waiting request is oldest. Implicit state lives with the sequence
+ * and is handed to the callable as inputs and taken back from its outputs.
+ */
+export class SequenceBatcher<T> implements RequestScheduler<T> {
+  private readonly slotsByInstance = new Map<Instance, Slot<T>[]>();
+  private readonly sequences = new Map<string, Sequence<T>>();
+  private readonly backlog: Sequence<T>[] = [];
+  private readonly busy = new Set<Instance>();
+  private readonly controls: SequenceControls;
+  private readonly states: SequenceStates;
+  private readonly idleMs: number;
+  private readonly delayMs: number;
+  private readonly target: number;
+  private readonly direct: boolean;
+  private delayTimer: NodeJS.Timeout | undefined;
+  private gathering = false;
+  private queued = 0;
+  private executing = 0;
+  private statesCreated = 0;
+  private statesReleased = 0;
+
+  constructor(
+    private readonly instances: readonly Instance[],
+    private readonly options: SequenceBatcherOptions,
+    private readonly finalize: Finalize<T>,
+    private readonly hooks: SchedulerHooks = {},
+  ) {
+    const { config, maxBatchSize } = options;
+    const batched = maxBatchSize > 0;
+    this.direct = config.oldest === undefined;
+    const perInstance = this.direct ? Math.max(1, maxBatchSize) : config.oldest?.maxCandidateSequences || Math.max(1, maxBatchSize);
+    for (const instance of instances) {
+      this.slotsByInstance.set(
+        instance,
+        Array.from({ length: perInstance }, (_, index) => ({ instance, index, owner: undefined })),
+      );
+      instance.onHealthChange?.((event) => {
+        if (!event.healthy) this.instanceLost(instance, event.cause);
+      });
+    }
+    this.controls = new SequenceControls(config, batched);
+    this.states = new SequenceStates(config.state, batched, options.modelName);
+    this.idleMs = config.maxSequenceIdleMicroseconds / 1000;
+    this.delayMs = (config.oldest?.maxQueueDelayMicroseconds ?? config.direct?.maxQueueDelayMicroseconds ?? 0) / 1000;
+    const preferred = config.oldest?.preferredBatchSize ?? [];
+    this.target = Math.max(1, preferred.length > 0 ? Math.max(...preferred) : maxBatchSize);
+  }
+
+  get pendingCount(): number {
+    return this.queued;
+  }
+
+  get outstanding(): number {
+    return this.queued + this.executing;
+  }
+
+  /** Implicit state sets made and freed since the model was bound (equal once no sequence is live). */
+  get stateBuffers(): { created: number; released: number } {
+    return { created: this.statesCreated, released: this.statesReleased };
+  }
+
+  /** Sequences holding a slot or waiting for one. */
+  get liveSequences(): number {
+    let n = 0;
+    for (const slots of this.slotsByInstance.values()) for (const s of slots) if (s.owner) n++;
+    return n + this.backlog.length;
+  }
+
+  enqueue(request: Request & Cancellable, rows: number, _batchKey: string, _options?: EnqueueOptions): Promise<Scheduled<T>> {
+    return new Promise<Scheduled<T>>((resolve, reject) => {
+      try {
+        this.accept(request, rows, resolve, reject);
+      } catch (err) {
+        reject(err);
+      }
+    });
+  }
+
+  enqueueStream(): ResponseStream<T> {
+    const stream = new ResponseStream<T>();
+    stream.fail(new TritonError('UNSUPPORTED', `model '${this.options.modelName}': decoupled sequence models are not supported`));
+    return stream;
+  }
+
+  private accept(request: Request & Cancellable, rows: number, resolve: (v: Scheduled<T>) => void, reject: (err: unknown) => void): void {
+    const model = this.options.modelName;
+    if (rows > 1) {
+      throw new TritonError('INVALID_ARGUMENT', `inference request to model '${model}' must specify batch-size 1 due to requirements of sequence batcher`);
+    }
+    const sequence = request.sequence;
+    if (!sequence || sequence.id === 0 || sequence.id === '' || sequence.id === 0n) {
+      throw new TritonError('INVALID_ARGUMENT', `inference request to model '${model}' must specify a non-zero or non-empty correlation ID`);
+    }
+    this.controls.check(sequence);
+    const key = keyOf(sequence.id);
+    let seq = this.sequences.get(key);
+    if (!seq && !sequence.start) {
+      throw new TritonError(
+        'INVALID_ARGUMENT',
+        `inference request for sequence ${String(sequence.id)} to model '${model}' must specify the START flag on the first request of the sequence`,
+      );
+    }
+    const cancellation = request[CANCELLATION];
+    if (cancellation.aborted) throw cancelledError(cancellation.reason);
+    // A START on a live id continues in that sequence's slot, as Triton does: the previous sequence ends early
+    // and its state is replaced when the START runs.
+    if (!seq) {
+      seq = { key, id: sequence.id, queue: [], slot: undefined, running: false, state: undefined, idleTimer: undefined, ending: false, released: false };
+      this.sequences.set(key, seq);
+      const slot = this.freeSlot();
+      if (slot) this.assign(seq, slot);
+      else this.backlog.push(seq);
+    }
+    const owner = seq;
+    const entry: Queued<T> = {
+      request,
+      sequence,
+      enqueuedAt: now(),
+      resolve,
+      reject,
+      cancellation,
+      onAbort: () => {
+        const i = owner.queue.indexOf(entry);
+        if (i < 0) return;
+        owner.queue.splice(i, 1);
+        this.queued--;
+        entry.reject(cancelledError(cancellation.reason));
+        // A cancelled END ends the sequence all the same.
+        if (sequence.end) this.maybeRelease(owner);
+      },
+    };
+    cancellation.listen(entry.onAbort);
+    seq.queue.push(entry);
+    this.queued++;
+    if (sequence.end) {
+      seq.ending = true;
+      if (this.sequences.get(key) === seq) this.sequences.delete(key);
+    }
+    this.touch(seq);
+    this.scheduleSoon();
+  }
+
+  /** A free slot, on the healthy instance with the most free slots. */
+  private freeSlot(): Slot<T> | undefined {
+    let best: Slot<T> | undefined;
+    let bestFree = 0;
+    for (const [instance, slots] of this.slotsByInstance) {
+      if (!instance.healthy) continue;
+      const free = slots.filter((s) => !s.owner);
+      if (free.length > bestFree) {
+        best = free[0];
+        bestFree = free.length;
+      }
+    }
+    return best;
+  }
+
+  private assign(seq: Sequence<T>, slot: Slot<T>): void {
+    slot.owner = seq;
+    seq.slot = slot;
+  }
+
+  /** Re-arms the sequence's idle timer (Triton's `max_sequence_idle_microseconds`). */
+  private touch(seq: Sequence<T>): void {
+    if (seq.idleTimer) clearTimeout(seq.idleTimer);
+    seq.idleTimer = setTimeout(() => this.idle(seq), this.idleMs);
+    seq.idleTimer.unref?.();
+  }
+
+  private idle(seq: Sequence<T>): void {
+    seq.idleTimer = undefined;
+    if (seq.released) return;
+    // Busy or with requests waiting: not idle; look again later.
+    if (seq.running || seq.queue.length > 0) return this.touch(seq);
+    this.release(seq);
+  }
+
+  /** Frees a sequence whose END has run (or was cancelled) and that has nothing left to run. */
+  private maybeRelease(seq: Sequence<T>): void {
+    if (seq.ending && !seq.running && seq.queue.length === 0) this.release(seq);
+  }
+
+  /** Frees a sequence: its id, its slot (to the oldest backlogged sequence) and its state. */
+  private release(seq: Sequence<T>, error?: TritonError): void {
+    if (seq.released) return;
+    seq.released = true;
+    if (seq.idleTimer) clearTimeout(seq.idleTimer);
+    if (this.sequences.get(seq.key) === seq) this.sequences.delete(seq.key);
+    for (const entry of seq.queue.splice(0)) {
+      this.queued--;
+      entry.cancellation.unlisten(entry.onAbort);
+      entry.reject(error ?? new TritonError('UNAVAILABLE', `sequence ${String(seq.id)} of model '${this.options.modelName}' was released before the request ran`));
+    }
+    this.dropState(seq);
+    const backlogged = this.backlog.indexOf(seq);
+    if (backlogged >= 0) this.backlog.splice(backlogged, 1);
+    const slot = seq.slot;
+    seq.slot = undefined;
+    if (slot && slot.owner === seq) {
+      slot.owner = undefined;
+      if (slot.instance.healthy) {
+        const next = this.backlog.shift();
+        if (next) this.assign(next, slot);
+      }
+    }
+    this.scheduleSoon();
+  }
+
+  private dropState(seq: Sequence<T>): void {
+    if (seq.state) {
+      seq.state = undefined;
+      this.statesReleased++;
+    }
+  }
+
+  /** A crashed instance loses the state of every sequence in its slots: they fail, with the reason. */
+  private instanceLost(instance: Instance, cause: Error | undefined): void {
+    for (const slot of this.slotsByInstance.get(instance) ?? []) {
+      const seq = slot.owner;
+      if (!seq) continue;
+      this.release(
+        seq,
+        new TritonError(
+          'UNAVAILABLE',
+          `sequence ${String(seq.id)} of model '${this.options.modelName}' was lost: instance ${instance.name} failed${cause ? ` (${cause.message})` : ''}; start the sequence again`,
+        ),
+      );
+    }
+  }
+
+  rejectAll(err: TritonError): void {
+    for (const slots of this.slotsByInstance.values()) for (const s of slots) if (s.owner) this.release(s.owner, err);
+    for (const seq of [...this.backlog]) this.release(seq, err);
+  }
+
+  wake(): void {
+    // An instance back in service takes backlogged sequences into its free slots.
+    for (const [instance, slots] of this.slotsByInstance) {
+      if (!instance.healthy) continue;
+      for (const slot of slots) {
+        if (slot.owner) continue;
+        const next = this.backlog.shift();
+        if (!next) break;
+        this.assign(next, slot);
+      }
+    }
+    if (!this.instances.some((i) => i.healthy || i.recovering)) {
+      const err = this.hooks.outOfService?.() ?? new TritonError('UNAVAILABLE', 'no instance can run the request: every instance failed and none is restarting');
+      this.rejectAll(err);
+      return;
+    }
+    this.schedule();
+  }
+
+  /** Dispatches at the end of this turn of the event loop, so that requests read together batch together. */
+  private scheduleSoon(): void {
+    if (this.gathering) return;
+    this.gathering = true;
+    setImmediate(() => {
+      this.gathering = false;
+      this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    for (const [instance, slots] of this.slotsByInstance) {
+      if (!instance.healthy || this.busy.has(instance)) continue;
+      const ready = slots.filter((s) => s.owner && !s.owner.running && s.owner.queue.length > 0);
+      if (ready.length === 0) continue;
+      if (this.shouldWait(slots, ready)) continue;
+      this.run(instance, this.pick(slots, ready));
+    }
+  }
+
+  /** True while a partial batch may wait for more sequences (the strategy's `max_queue_delay_microseconds`). */
+  private shouldWait(slots: Slot<T>[], ready: Slot<T>[]): boolean {
+    if (this.delayMs <= 0) return false;
+    const want = this.direct ? slots.filter((s) => s.owner).length : Math.min(this.target, slots.filter((s) => s.owner).length);
+    if (ready.length >= want) return false;
+    const oldest = Math.min(...ready.map((s) => (s.owner as Sequence<T>).queue[0]?.enqueuedAt ?? Infinity));
+    const waited = now() - oldest;
+    if (waited >= this.delayMs) return false;
+    if (this.delayTimer === undefined) {
+      this.delayTimer = setTimeout(() => {
+        this.delayTimer = undefined;
+        this.schedule();
+      }, this.delayMs - waited);
+    }
+    return true;
+  }
+
+  /** The slots of the next batch: `direct` in slot order, `oldest` by the age of their waiting request. */
+  private pick(slots: Slot<T>[], ready: Slot<T>[]): (Slot<T> | undefined)[] {
+    const limit = Math.max(1, this.options.maxBatchSize);
+    if (!this.direct) {
+      const age = (s: Slot<T>) => (s.owner as Sequence<T>).queue[0]?.enqueuedAt ?? Infinity;
+      return [...ready].sort((a, b) => age(a) - age(b)).slice(0, limit);
+    }
+    // Direct: the batch spans slots 0..highest ready; slots between without a ready request are READY false.
+    const highest = Math.max(...ready.map((s) => s.index));
+    return slots.slice(0, Math.min(limit, highest + 1)).map((s) => (ready.includes(s) ? s : undefined));
+  }
+
+  private run(instance: Instance, layout: (Slot<T> | undefined)[]): void {
+    const entries: (Queued<T> | undefined)[] = [];
+    const requests: Request[] = [];
+    let like: Readonly<Record<string, Tensor>> | undefined;
+    for (const slot of layout) {
+      const seq = slot?.owner;
+      const entry = seq?.queue.shift();
+      if (seq && entry) {
+        this.queued--;
+        entry.cancellation.unlisten(entry.onAbort);
+        seq.running = true;
+        like ??= entry.request.inputs;
+      }
+      entries.push(seq && entry ? entry : undefined);
+    }
+    for (let i = 0; i < entries.length; i++) {
+      const entry = entries[i];
+      const seq = (layout[i] as Slot<T> | undefined)?.owner;
+      if (entry && seq) {
+        if (entry.sequence.start || !seq.state) this.freshState(seq);
+        requests.push(this.slotRequest(entry.request, entry.sequence, seq.state));
+      } else {
+        requests.push(this.fillerRequest(like ?? {}));
+      }
+    }
+    this.busy.add(instance);
+    const real = entries.filter((e) => e !== undefined).length;
+    this.executing += real;
+    const start = now();
+    let execution: Promise<Response[]>;
+    try {
+      execution = instance.execute(requests);
+    } catch (err) {
+      execution = Promise.reject(err);
+    }
+    execution.then(
+      (responses) => this.completed(instance, layout, entries, start, responses, undefined),
+      (err: unknown) => this.completed(instance, layout, entries, start, undefined, err ?? new Error('the instance failed without a reason')),
+    );
+  }
+
+  private freshState(seq: Sequence<T>): void {
+    if (this.states.empty) return;
+    this.dropState(seq);
+    seq.state = this.states.create();
+    this.statesCreated++;
+  }
+
+  /** The request as the callable sees it: its inputs plus the controls and the sequence's state. */
+  private slotRequest(request: Request, sequence: SequenceInfo, state: StateTensors | undefined): Request {
+    const inputs: Record<string, Tensor> = { ...request.inputs, ...state };
+    this.controls.add(inputs, { sequence });
+    // The original stays the prototype: its cancellation, signal, id and calls to other models carry over.
+    return Object.create(request, { inputs: { value: inputs, enumerable: true } }) as Request;
+  }
+
+  /** A READY-false slot of a direct batch: zeros shaped as a real request's inputs. */
+  private fillerRequest(like: Readonly<Record<string, Tensor>>): Request {
+    const inputs = fillerInputs(like);
+    this.controls.add(inputs, { sequence: undefined });
+    return { inputs, parameters: {}, requestedOutputs: [], id: '', signal: new AbortController().signal };
+  }
+
+  private completed(
+    instance: Instance,
+    layout: (Slot<T> | undefined)[],
+    entries: (Queued<T> | undefined)[],
+    start: number,
+    responses: Response[] | undefined,
+    err: unknown,
+  ): void {
+    this.busy.delete(instance);
+    const real = entries.filter((e) => e !== undefined) as Queued<T>[];
+    this.executing -= real.length;
+    if (err instanceof BatchNotStarted) {
+      // Never ran: its requests go back to the front of their sequences.
+      entries.forEach((entry, i) => {
+        const seq = layout[i]?.owner;
+        if (!entry || !seq) return;
+        seq.running = false;
+        seq.queue.unshift(entry);
+        this.queued++;
+        entry.cancellation.listen(entry.onAbort);
+      });
+      this.scheduleSoon();
+      return;
+    }
+    const inferEnd = now();
+    if (responses === undefined) this.hooks.onExecutionError?.(err, instance);
+    const record: ExecutionRecord = {
+      rows: real.length,
+      requests: real.length,
+      computeInputNs: 0,
+      computeInferNs: ms2ns(inferEnd - start),
+      computeOutputNs: 0,
+      instance,
+      failed: responses === undefined,
+    };
+    this.hooks.onExecution?.(record);
+    entries.forEach((entry, i) => {
+      if (!entry) return;
+      const seq = layout[i]?.owner;
+      if (seq) seq.running = false;
+      if (responses === undefined) {
+        entry.reject(toTritonError(err, 'INFERENCE_FAILED'));
+      } else {
+        try {
+          const response = responses[i] as Response;
+          const outputs = this.takeState(seq, response);
+          const value = this.finalize(entry.request, outputs);
+          entry.resolve({ value, queueNs: ms2ns(start - entry.enqueuedAt), computeInputNs: 0, computeInferNs: record.computeInferNs, computeOutputNs: 0, batchRows: real.length });
+        } catch (error) {
+          entry.reject(error ?? new Error('the response failed validation without a reason'));
+        }
+      }
+      if (seq && entry.sequence.end) {
+        seq.ending = true;
+        this.maybeRelease(seq);
+      }
+    });
+    this.schedule();
+  }
+
+  /** Stores the next state from a response and returns the response without its state outputs. */
+  private takeState(seq: Sequence<T> | undefined, response: Response): Response {
+    if (this.states.empty || response === null || typeof response !== 'object') return response;
+    if (seq && !seq.released) seq.state = this.states.next(response);
+    const outputs = { ...response };
+    for (const name of this.states.outputNames) delete outputs[name];
+    return outputs;
+  }
+}

@@ -1,0 +1,95 @@
+import { ModelConfig, buildModelConfigJson, nameSpecs, toPbtxt } from '../../../lib/config';
+import { TritonError } from '../../../lib/errors';
+
+function configOf(config: ModelConfig) {
+  return buildModelConfigJson({
+    name: 'seq',
+    platform: '',
+    backend: 'tstriton',
+    inputs: nameSpecs([{ name: 'INPUT', dtype: 'INT32', shape: [1] }], 'INPUT'),
+    outputs: nameSpecs([{ name: 'OUTPUT', dtype: 'INT32', shape: [1] }], 'OUTPUT'),
+    config,
+    instanceGroups: [{ kind: 'KIND_CPU', count: 1, gpus: [] }],
+  });
+}
+
+describe('sequence_batching in the generated config', () => {
+  it('prints the oldest strategy, controls and state as Triton does, in place of dynamic_batching', () => {
+    const json = configOf(
+      new ModelConfig({
+        maxBatchSize: 8,
+        sequenceBatching: {
+          oldest: { maxCandidateSequences: 8 },
+          controlInput: [
+            { name: 'START', control: [{ kind: 'CONTROL_SEQUENCE_START', int32FalseTrue: [0, 1] }] },
+            { name: 'CORRID', control: [{ kind: 'CONTROL_SEQUENCE_CORRID', dataType: 'BYTES' }] },
+          ],
+          state: [{ inputName: 'INPUT_STATE', outputName: 'OUTPUT_STATE', dtype: 'INT32', dims: [1], initialState: [{ name: 'z', dtype: 'INT32', dims: [1], zeroData: true }] }],
+        },
+      }),
+    );
+    expect(json).not.toHaveProperty('dynamic_batching');
+    expect(json.sequence_batching).toEqual({
+      max_sequence_idle_microseconds: 1000000,
+      control_input: [
+        { name: 'START', control: [{ kind: 'CONTROL_SEQUENCE_START', int32_false_true: [0, 1], fp32_false_true: [], bool_false_true: [], data_type: 'TYPE_INVALID' }] },
+        { name: 'CORRID', control: [{ kind: 'CONTROL_SEQUENCE_CORRID', int32_false_true: [], fp32_false_true: [], bool_false_true: [], data_type: 'TYPE_STRING' }] },
+      ],
+      oldest: { max_candidate_sequences: 8, preferred_batch_size: [8], max_queue_delay_microseconds: 0, preserve_ordering: false },
+      state: [
+        {
+          input_name: 'INPUT_STATE',
+          output_name: 'OUTPUT_STATE',
+          data_type: 'TYPE_INT32',
+          dims: [1],
+          initial_state: [{ data_type: 'TYPE_INT32', dims: [1], zero_data: true, name: 'z' }],
+          use_same_buffer_for_input_output: false,
+          use_growable_memory: false,
+        },
+      ],
+      iterative_sequence: false,
+    });
+    const text = toPbtxt(json);
+    expect(text).toContain(
+      [
+        'sequence_batching {',
+        '  max_sequence_idle_microseconds: 1000000',
+        '  control_input {',
+        '    name: "START"',
+        '    control {',
+        '      kind: CONTROL_SEQUENCE_START',
+        '      int32_false_true: [ 0, 1 ]',
+        '    }',
+        '  }',
+      ].join('\n'),
+    );
+    expect(text).toContain('      data_type: TYPE_STRING\n');
+    expect(text).not.toContain('TYPE_INVALID');
+    expect(text).toContain('  oldest {\n    max_candidate_sequences: 8\n    preferred_batch_size: [ 8 ]\n  }\n');
+    expect(text).toContain('    input_name: "INPUT_STATE"\n    output_name: "OUTPUT_STATE"\n    data_type: TYPE_INT32\n    dims: [ 1 ]\n    initial_state {\n');
+  });
+
+  it('defaults to the direct strategy', () => {
+    const json = configOf(new ModelConfig({ maxBatchSize: 4, sequenceBatching: { maxSequenceIdleMicroseconds: 5 } }));
+    expect(json.sequence_batching).toMatchObject({ max_sequence_idle_microseconds: 5, direct: { max_queue_delay_microseconds: 0, minimum_slot_utilization: 0 } });
+  });
+
+  it.each<[string, unknown, RegExp]>([
+    ['both strategies', { direct: {}, oldest: {} }, /give one strategy/],
+    ['a control without values', { controlInput: [{ name: 'S', control: [{ kind: 'CONTROL_SEQUENCE_START' }] }] }, /must give exactly one of int32FalseTrue/],
+    ['a CORRID of FP32', { controlInput: [{ name: 'C', control: [{ kind: 'CONTROL_SEQUENCE_CORRID', dataType: 'FP32' }] }] }, /dataType must be one of UINT64/],
+    ['a control kind twice', { controlInput: [{ name: 'A', control: [{ kind: 'CONTROL_SEQUENCE_END', boolFalseTrue: [false, true] }] }, { name: 'B', control: [{ kind: 'CONTROL_SEQUENCE_END', boolFalseTrue: [false, true] }] }] }, /CONTROL_SEQUENCE_END is given more than once/],
+    ['a state with a variable dim', { state: [{ inputName: 'I', outputName: 'O', dtype: 'FP32', dims: [-1] }] }, /dims must be positive integers/],
+    ['an unknown field', { idle: 1 }, /unknown field "idle"/],
+  ])('refuses %s at bind', (_what, init, message) => {
+    let error: unknown;
+    try {
+      new ModelConfig({ sequenceBatching: init as never });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(TritonError);
+    expect((error as TritonError).code).toBe('INVALID_CONFIG');
+    expect((error as TritonError).message).toMatch(message);
+  });
+});
