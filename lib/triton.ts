@@ -14,6 +14,7 @@ import { ResponseCache } from './model/response-cache';
 import { GrpcServer } from './server/grpc/grpc-server';
 import { Metrics, MetricsServer } from './metrics/metrics';
 import { HttpServer } from './server/http/http-server';
+import { OpenAiServer } from './server/openai/openai-server';
 import { SharedMemoryManager } from './server/shared-memory';
 import { logSettingsOf, updateLogSettings, type LogSettings } from './log-settings';
 import { Tracer, type TraceSettings } from './trace';
@@ -112,6 +113,7 @@ export class Triton implements ServerCore, AsyncDisposable {
         forceClose: () => this.http.forceClose(),
       });
     }
+    if (this.config.openai && this.config.openaiPort >= 0) this.addTransport(new OpenAiServer(this, this.logger));
     if (this.config.allowGrpc) this.addTransport(new GrpcServer(this, this.logger));
     if (this.config.allowMetrics) {
       const server = new MetricsServer(this.metrics);

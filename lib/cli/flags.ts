@@ -77,6 +77,10 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'grpc-flow-control-window', kind: 'integer', field: 'grpcFlowControlWindow', commands: SERVE, placeholder: 'bytes', summary: 'HTTP/2 flow-control window of each gRPC call' },
   { name: 'allow-shared-memory', kind: 'boolean', field: 'allowSharedMemory', commands: SERVE, summary: 'let clients register system shared-memory regions' },
   { name: 'server-version', kind: 'string', field: 'serverVersion', default: 'the package version', commands: SERVE, placeholder: 'version', summary: 'version reported by server metadata' },
+  // OpenAI-compatible API.
+  { name: 'openai', kind: 'boolean', field: 'openai', commands: SERVE, summary: 'serve the OpenAI-compatible API (/v1/models, /v1/completions, /v1/chat/completions, /v1/embeddings) on the HTTP port' },
+  { name: 'openai-port', kind: 'integer', field: 'openaiPort', commands: SERVE, placeholder: 'port', summary: 'with --openai, also serve it on a port of its own; 0 picks a free one, -1 none' },
+  { name: 'openai-api-key', kind: 'string', field: 'openaiApiKey', commands: SERVE, placeholder: 'key', summary: 'with --openai, its requests need Authorization: Bearer <key> (the api_key of OpenAI clients)' },
   // TLS.
   { name: 'grpc-use-ssl', kind: 'boolean', field: 'grpcUseSsl', triton: '--grpc-use-ssl', commands: SERVE, summary: 'serve gRPC over TLS' },
   { name: 'grpc-use-ssl-mutual', kind: 'boolean', field: 'grpcUseSslMutual', triton: '--grpc-use-ssl-mutual', commands: SERVE, summary: 'also require gRPC client certificates' },

@@ -39,6 +39,12 @@ export interface TritonConfigInit {
   responseCacheByteSize?: number;
   allowSharedMemory?: boolean;
   traceFile?: string;
+  traceConfig?: string;
+  metricsConfig?: string;
+  metricsIntervalMs?: number;
+  allowCpuMetrics?: boolean;
+  allowGpuMetrics?: boolean;
+  nvidiaSmiPath?: string;
   modelControlMode?: ModelControlMode;
   modelRepository?: readonly string[];
   loadModel?: readonly string[];
@@ -56,6 +62,9 @@ export interface TritonConfigInit {
   httpServerCert?: string;
   httpServerKey?: string;
   httpRootCert?: string;
+  openai?: boolean;
+  openaiPort?: number;
+  openaiApiKey?: string;
 }
 
 const KEYS = [
@@ -81,6 +90,12 @@ const KEYS = [
   'responseCacheByteSize',
   'allowSharedMemory',
   'traceFile',
+  'traceConfig',
+  'metricsConfig',
+  'metricsIntervalMs',
+  'allowCpuMetrics',
+  'allowGpuMetrics',
+  'nvidiaSmiPath',
   'modelControlMode',
   'modelRepository',
   'loadModel',
@@ -98,6 +113,9 @@ const KEYS = [
   'httpServerCert',
   'httpServerKey',
   'httpRootCert',
+  'openai',
+  'openaiPort',
+  'openaiApiKey',
 ] as const;
 
 /** Server settings. Defaults are Triton's; every field can also come from a `TSTRITON_*` variable. */
@@ -207,6 +225,42 @@ export class TritonConfig {
   traceFile?: string;
 
   /**
+   * Triton's `--trace-config` settings (the flag given several times, entries joined with `;`): `mode=opentelemetry`,
+   * `level=TIMESTAMPS`, `rate=N`, `count=N`, and the OpenTelemetry exporter's `opentelemetry,url=<OTLP/HTTP URL>`,
+   * `opentelemetry,resource=<key>=<value>`, `opentelemetry,bsp_max_queue_size=N`, `bsp_schedule_delay=ms`,
+   * `bsp_max_export_batch_size=N` (docs/trace.md).
+   */
+  @IsOptional()
+  @IsString()
+  traceConfig?: string;
+
+  /**
+   * Triton's `--metrics-config` settings, entries joined with `;`: `summary_latencies=true`,
+   * `summary_quantiles=0.5:0.05,0.99:0.001`, `histogram_latencies=true`, `counter_latencies=false`
+   * (docs/statistics.md).
+   */
+  @IsOptional()
+  @IsString()
+  metricsConfig?: string;
+
+  /** Triton's `--metrics-interval-ms`: how often CPU and GPU metrics are sampled again (at most, when scraped). */
+  @IsInt()
+  @Min(1)
+  metricsIntervalMs = 2000;
+
+  /** Triton's `--allow-cpu-metrics`: `nv_cpu_utilization` and `nv_cpu_memory_*` (Linux). */
+  @IsBoolean()
+  allowCpuMetrics = true;
+
+  /** Triton's `--allow-gpu-metrics`: `nv_gpu_*` per GPU, read with nvidia-smi when a GPU is present. */
+  @IsBoolean()
+  allowGpuMetrics = true;
+
+  /** The nvidia-smi the GPU metrics run (a name on the PATH, or a path). */
+  @IsString()
+  nvidiaSmiPath = 'nvidia-smi';
+
+  /**
    * Triton's `--model-control-mode`: `none` (the default) loads every bound model at start and refuses the
    * repository load/unload APIs; `explicit` serves them.
    */
@@ -308,6 +362,21 @@ export class TritonConfig {
   @IsOptional()
   @IsString()
   serverVersion?: string;
+
+  /** Serve the OpenAI-compatible API (`/v1/chat/completions`, ...) on the HTTP port (docs/openai.md). */
+  @IsBoolean()
+  openai = false;
+
+  /** With `openai`, also serve the OpenAI-compatible API on this port of its own (0 picks one); -1: none. */
+  @IsInt()
+  @Min(-1)
+  @Max(65535)
+  openaiPort = -1;
+
+  /** With `openai`, every `/v1` request needs `Authorization: Bearer <openaiApiKey>`, as OpenAI clients send it. */
+  @IsOptional()
+  @IsString()
+  openaiApiKey?: string;
 
   constructor(init?: TritonConfigInit) {
     assignKnown(this, init, KEYS, 'TritonConfig');

@@ -6,8 +6,9 @@ import type { InferFunc } from '../infer-func';
 import { createInstances } from '../instances/create-instances';
 import { isOnnxModelSpec, resolveOnnxBinding, type OnnxModelSpec } from '../onnx/onnx-model';
 import type { Tracer } from '../trace';
+import { attachChatTemplate, compileChatTemplate, type ChatTemplate } from './chat-template';
 import { EnsembleInstance, ensembleSchedulingJson, isEnsembleSpec, planEnsemble, type EnsembleSpec } from './ensemble';
-import { Model, type BlsHandler } from './model';
+import { Model, type BlsHandler, type LatencyObserverFactory } from './model';
 import type { ModelRepository } from './model-repository';
 import type { ResponseCache } from './response-cache';
 
@@ -30,6 +31,8 @@ export interface BindOptions {
   config?: ModelConfig | ModelConfigInit;
   /** Also check output shapes against the declared dims (dtype and batch size are always checked). */
   strict?: boolean;
+  /** How `/v1/chat/completions` turns a chat into this model's `text_input` (docs/openai.md). */
+  chatTemplate?: ChatTemplate;
 }
 
 /** A binding with what a repository adds to the reported config (`version_policy`). */
@@ -43,6 +46,8 @@ export interface BuildContext {
   readonly repository: ModelRepository;
   readonly responseCache: ResponseCache | undefined;
   readonly tracer: Tracer;
+  /** Makes each model's latency observer, when latency summaries or histograms are on. */
+  readonly observeLatencies?: LatencyObserverFactory;
   /** Serves the model's `request.infer(...)` calls. */
   readonly bls: BlsHandler;
   /** Called when the model's callable throws UnrecoverableError. */
@@ -73,6 +78,7 @@ export function buildModel(options: BuildOptions, modelName: string, version: nu
   const onnx = isOnnxModelSpec(options.inferFunc) ? resolveOnnxBinding(options.inferFunc, modelName, options) : undefined;
   const config = onnx?.config ?? (options.config instanceof ModelConfig ? options.config : new ModelConfig(options.config));
   validateOrThrow(config, `ModelConfig of model '${modelName}'`);
+  const chatTemplate = compileChatTemplate(options.chatTemplate, modelName);
   if (config.responseCache && !server.responseCache) {
     throw new TritonError(
       'INVALID_CONFIG',
@@ -109,7 +115,7 @@ export function buildModel(options: BuildOptions, modelName: string, version: nu
   } else {
     instances = createInstances(onnx?.inferFunc ?? (options.inferFunc as InferFunc), modelName);
   }
-  return new Model({
+  const model = new Model({
     platform: ensembleFields?.platform ?? onnx?.platform,
     backend: ensembleFields?.backend ?? onnx?.backend,
     instanceGroups: ensembleFields?.instanceGroups,
@@ -126,5 +132,7 @@ export function buildModel(options: BuildOptions, modelName: string, version: nu
     onUnrecoverable: server.onUnrecoverable,
     responseCache: config.responseCache ? server.responseCache : undefined,
     tracer: server.tracer,
+    observeLatencies: server.observeLatencies,
   });
+  return attachChatTemplate(model, chatTemplate);
 }

@@ -66,7 +66,8 @@ export async function handleGenerate(core: ServerCore, model: Model, req: http.I
   res.end();
 }
 
-function drained(res: http.ServerResponse): Promise<void> {
+/** Resolves when `res` can take more writes, or has closed. */
+export function drained(res: http.ServerResponse): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       res.off('drain', done);
@@ -82,7 +83,14 @@ function drained(res: http.ServerResponse): Promise<void> {
 export function decodeGenerate(text: string, model: Model, maxDepth: number, cancellation: Cancellation): InferenceRequest {
   const body = parseJson(text, maxDepth);
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new TritonError('INVALID_ARGUMENT', 'the generate request must be a JSON object');
-  const fields = body as Record<string, unknown>;
+  return generateRequest(body as Record<string, unknown>, model, cancellation);
+}
+
+/**
+ * The inference request of a generate body's fields: each field named like a model input becomes that input,
+ * fitted to its shape; the others are request parameters.
+ */
+export function generateRequest(fields: Readonly<Record<string, unknown>>, model: Model, cancellation: Cancellation): InferenceRequest {
   const nested = typeof fields.parameters === 'object' && fields.parameters !== null && !Array.isArray(fields.parameters) ? (fields.parameters as Record<string, unknown>) : {};
   const inputNames = new Set(model.inputs.map((s) => s.name));
   const params: Record<string, unknown> = {};

@@ -19,6 +19,7 @@ import { serverTlsMaterial } from '../tls';
 import { decodeSegment, originForm } from './request-target';
 import { answerParserError } from './parser-errors';
 import { ConnectionDrain } from './connection-drain';
+import { isOpenAiPath, OpenAiFrontend } from '../openai/openai-frontend';
 
 /** `/v2/logging`. */
 const LOGGING_ROUTE = /^\/v2\/logging$/;
@@ -46,6 +47,8 @@ export class HttpServer {
   private readonly restricted: RestrictedApis;
   /** The open connections, closed one by one between exchanges when the server stops. */
   private readonly connections: ConnectionDrain;
+  /** The OpenAI-compatible API under `/v1` (`openai`). */
+  private readonly openai: OpenAiFrontend | undefined;
 
   constructor(
     private readonly core: ServerCore,
@@ -53,6 +56,7 @@ export class HttpServer {
   ) {
     this.forward = headerMatcher(core.config.httpHeaderForwardPattern, 'httpHeaderForwardPattern');
     this.restricted = RestrictedApis.parse(core.config.httpRestrictedApi, 'httpRestrictedApi');
+    this.openai = core.config.openai ? new OpenAiFrontend(core, this.restricted, logger) : undefined;
     this.router = express.Router();
     this.app = buildApp(core, this.router, (err, req, res) => this.escaped(err, req, res));
     const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => this.handle(req, res);
@@ -127,6 +131,8 @@ export class HttpServer {
     if (url.charCodeAt(0) !== 47) req.url = url = originForm(url);
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
+    // The OpenAI-compatible API applies the same restrictions itself, answering in OpenAI's error shape.
+    if (this.openai && isOpenAiPath(path)) return this.openai.handle(req, res, path);
     // Every route, the infer hot path and users' own included, passes this one check.
     if (this.restricted.any) {
       const missing = this.restricted.missingHeader(httpApiGroup(path), (name) => req.headers[name]);

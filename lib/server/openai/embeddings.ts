@@ -1,0 +1,67 @@
+import type * as http from 'node:http';
+import type { Cancellation } from '../../cancellation';
+import { TritonError } from '../../errors';
+import type { NamedTensorSpec } from '../../config/tensor-spec';
+import type { Model } from '../../model/model';
+import { encodeJsonData } from '../../tensor/json-codec';
+import { generateRequest } from '../http/generate';
+import type { ServerCore } from '../server-core';
+import { TEXT_INPUT } from './generation';
+import { invalidParam } from './openai-error';
+import { embeddingsOf, type Body } from './openai-request';
+
+/** Token count an embedding model may report, as an output or a response parameter. */
+const PROMPT_TOKENS = 'num_input_tokens';
+
+/**
+ * `POST /v1/embeddings` on `model`: a model with a BYTES text input (`text_input`, or its only BYTES input) and
+ * an FP32 embedding output (its only FP32 output, or the one whose name says `embed`). Each text is one
+ * inference request, all sent at once, so that the dynamic batcher batches them and a response cache serves
+ * each text it has seen; the vectors are the model's, bit for bit.
+ */
+export async function handleEmbeddings(core: ServerCore, model: Model, body: Body, res: http.ServerResponse, cancellation: Cancellation): Promise<void> {
+  const { input, output } = embeddingSpecs(model);
+  const request = embeddingsOf(body);
+  const responses = await Promise.all(request.texts.map((text) => core.infer(generateRequest({ [input.name]: text }, model, cancellation), model)));
+  let promptTokens: number | undefined;
+  const data = responses.map((response, index) => {
+    const tensor = response.outputs.find((o) => o.name === output.name)?.tensor;
+    if (tensor?.dtype !== 'FP32') throw new TritonError('INFERENCE_FAILED', `model '${model.name}' returned no FP32 output '${output.name}'`);
+    const vector = tensor.data as Float32Array;
+    if (request.dimensions !== undefined && request.dimensions !== vector.length) {
+      throw invalidParam('dimensions', `Model '${model.name}' returns ${vector.length} dimensions, not ${request.dimensions}.`, 'unsupported_value');
+    }
+    const tokens = reportedTokens(response.outputs.find((o) => o.name === PROMPT_TOKENS)?.tensor.data, (response as { parameters?: Record<string, unknown> }).parameters?.[PROMPT_TOKENS]);
+    if (tokens !== undefined) promptTokens = (promptTokens ?? 0) + tokens;
+    // The float form is written as the KServe endpoints write FP32: the shortest text that reads back to the float.
+    const embedding =
+      request.encoding === 'base64'
+        ? JSON.stringify(Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength).toString('base64'))
+        : encodeJsonData({ dtype: 'FP32', shape: [vector.length], data: vector });
+    return `{"object":"embedding","index":${index},"embedding":${embedding}}`;
+  });
+  const usage = promptTokens === undefined ? '' : `,"usage":${JSON.stringify({ prompt_tokens: promptTokens, total_tokens: promptTokens })}`;
+  const text = `{"object":"list","data":[${data.join(',')}],"model":${JSON.stringify(body.model)}${usage}}`;
+  res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+/** The text input and embedding output of `model`, or a 400 saying what it lacks. */
+function embeddingSpecs(model: Model): { input: NamedTensorSpec; output: NamedTensorSpec } {
+  if (model.config.decoupled) throw new TritonError('INVALID_ARGUMENT', `model '${model.name}' is decoupled: embeddings need a model that answers each request once`);
+  const texts = model.inputs.filter((s) => s.dtype === 'BYTES');
+  const input = texts.find((s) => s.name === TEXT_INPUT) ?? (texts.length === 1 ? texts[0] : undefined);
+  const floats = model.outputs.filter((s) => s.dtype === 'FP32');
+  const output = floats.length === 1 ? floats[0] : floats.find((s) => /embed/i.test(s.name));
+  if (!input || !output) {
+    throw new TritonError('INVALID_ARGUMENT', `model '${model.name}' cannot make embeddings: it needs one BYTES text input (or '${TEXT_INPUT}') and one FP32 embedding output`);
+  }
+  return { input, output };
+}
+
+function reportedTokens(data: unknown, parameter: unknown): number | undefined {
+  const first = ArrayBuffer.isView(data) ? Number((data as unknown as ArrayLike<number | bigint>)[0]) : undefined;
+  if (first !== undefined && Number.isFinite(first)) return first;
+  if (typeof parameter === 'number' || typeof parameter === 'bigint') return Number(parameter);
+  return undefined;
+}

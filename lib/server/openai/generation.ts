@@ -1,0 +1,131 @@
+import type { Cancellation } from '../../cancellation';
+import { TritonError } from '../../errors';
+import type { InferenceRequest, InferenceResponse, NamedTensor } from '../../model/inference';
+import type { Model } from '../../model/model';
+import { generateRequest } from '../http/generate';
+import type { ServerCore } from '../server-core';
+import type { Sampling } from './openai-request';
+
+/**
+ * Text generation on a bound model, with Triton's LLM conventions (those of its `generate` endpoint and its
+ * OpenAI frontend): the prompt goes to input `text_input`; `stream`, the sampling parameters and the optional
+ * switches below go to the inputs of those names when the model declares them, and otherwise travel as request
+ * parameters; the text comes back in output `text_output`, one piece per response of a decoupled model.
+ */
+
+/** The prompt input. */
+export const TEXT_INPUT = 'text_input';
+/** The generated text output. */
+export const TEXT_OUTPUT = 'text_output';
+/** Token counts the model may report, as outputs or response parameters (Triton's vLLM names). */
+const PROMPT_TOKENS = 'num_input_tokens';
+const COMPLETION_TOKENS = 'num_output_tokens';
+/** Why the model stopped (`stop`, `length`), as an output or a response parameter; `stop` when absent. */
+const FINISH_REASON = 'finish_reason';
+
+/** One piece of generated text, with what the response reported besides. */
+export interface GeneratedPiece {
+  readonly text: string;
+  readonly finishReason?: string;
+  readonly promptTokens?: number;
+  readonly completionTokens?: number;
+}
+
+/** Token usage in OpenAI's form. */
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+/** Checks that `model` can generate text: a BYTES `text_input` input and a BYTES `text_output` output. */
+export function checkTextModel(model: Model): void {
+  const input = model.inputs.find((s) => s.name === TEXT_INPUT);
+  const output = model.outputs.find((s) => s.name === TEXT_OUTPUT);
+  if (input?.dtype !== 'BYTES' || output?.dtype !== 'BYTES') {
+    throw new TritonError('INVALID_ARGUMENT', `model '${model.name}' cannot generate text: it needs a BYTES input '${TEXT_INPUT}' and a BYTES output '${TEXT_OUTPUT}'`);
+  }
+}
+
+/** The inference request of a prompt: Triton's generate mapping of `text_input`, `stream` and the sampling fields. */
+export function generationRequest(model: Model, prompt: string, sampling: Sampling, cancellation: Cancellation): InferenceRequest {
+  const inputs = new Set(model.inputs.map((s) => s.name));
+  const fields: Record<string, unknown> = { [TEXT_INPUT]: prompt, stream: sampling.stream };
+  for (const [name, value] of Object.entries(sampling.parameters)) {
+    // A list (`stop`) fills a BYTES input; as a request parameter, which holds scalars only, it travels as JSON.
+    fields[name] = Array.isArray(value) && !inputs.has(name) ? JSON.stringify(value) : value;
+  }
+  // The switches of Triton's vLLM and TensorRT-LLM models, set when declared: no prompt in the output, and counts.
+  if (inputs.has('exclude_input_in_output')) fields.exclude_input_in_output = true;
+  if (inputs.has('return_num_input_tokens')) fields.return_num_input_tokens = true;
+  if (inputs.has('return_num_output_tokens')) fields.return_num_output_tokens = true;
+  if (inputs.has('sampling_parameters')) fields.sampling_parameters = JSON.stringify(sampling.parameters);
+  return generateRequest(fields, model, cancellation);
+}
+
+/** Runs a generation request: one piece per response, as the responses come. */
+export async function* generate(core: ServerCore, model: Model, request: InferenceRequest): AsyncGenerator<GeneratedPiece> {
+  if (model.config.decoupled) {
+    for await (const response of core.inferStream(request, model)) if (response.outputs.length > 0) yield pieceOf(response);
+    return;
+  }
+  yield pieceOf(await core.infer(request, model));
+}
+
+/** Adds up the token counts of a generation's pieces: the prompt's from the first report, the completion's summed. */
+export class UsageCounter {
+  private prompt: number | undefined;
+  private completion = 0;
+  private reported = false;
+
+  add(piece: GeneratedPiece): void {
+    if (piece.promptTokens === undefined && piece.completionTokens === undefined) return;
+    this.reported = true;
+    this.prompt ??= piece.promptTokens;
+    this.completion += piece.completionTokens ?? 0;
+  }
+
+  /** The usage, or undefined when the model reported no count. */
+  get usage(): Usage | undefined {
+    if (!this.reported) return undefined;
+    const prompt = this.prompt ?? 0;
+    return { prompt_tokens: prompt, completion_tokens: this.completion, total_tokens: prompt + this.completion };
+  }
+}
+
+function pieceOf(response: InferenceResponse): GeneratedPiece {
+  const byName = new Map<string, NamedTensor>(response.outputs.map((o) => [o.name, o]));
+  // Response parameters, where the callable returned them with its outputs.
+  const parameters = (response as { readonly parameters?: Readonly<Record<string, unknown>> }).parameters ?? {};
+  const finishReason = textOf(byName.get(FINISH_REASON)) ?? stringParam(parameters[FINISH_REASON]);
+  const promptTokens = countOf(byName.get(PROMPT_TOKENS)) ?? numberParam(parameters[PROMPT_TOKENS]);
+  const completionTokens = countOf(byName.get(COMPLETION_TOKENS)) ?? numberParam(parameters[COMPLETION_TOKENS]);
+  return {
+    text: textOf(byName.get(TEXT_OUTPUT)) ?? '',
+    ...(finishReason !== undefined && finishReason !== '' && { finishReason }),
+    ...(promptTokens !== undefined && { promptTokens }),
+    ...(completionTokens !== undefined && { completionTokens }),
+  };
+}
+
+/** The UTF-8 text of a BYTES tensor, its elements joined. */
+function textOf(output: NamedTensor | undefined): string | undefined {
+  if (output?.tensor.dtype !== 'BYTES') return undefined;
+  return (output.tensor.data as Uint8Array[]).map((e) => Buffer.from(e.buffer, e.byteOffset, e.byteLength).toString('utf8')).join('');
+}
+
+/** The first element of a numeric tensor, as a count. */
+function countOf(output: NamedTensor | undefined): number | undefined {
+  if (!output || output.tensor.dtype === 'BYTES' || output.tensor.data.length === 0) return undefined;
+  const v = Number((output.tensor.data as ArrayLike<number | bigint>)[0]);
+  return Number.isFinite(v) ? v : undefined;
+}
+
+function stringParam(v: unknown): string | undefined {
+  return typeof v === 'string' ? v : undefined;
+}
+
+function numberParam(v: unknown): number | undefined {
+  if (typeof v === 'bigint') return Number(v);
+  return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
+}

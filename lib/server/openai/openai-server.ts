@@ -1,0 +1,67 @@
+import * as http from 'node:http';
+import * as https from 'node:https';
+import { TritonError, SERVER_STOPPING_MESSAGE } from '../../errors';
+import type { Logger } from '../../logger';
+import { ConnectionDrain } from '../http/connection-drain';
+import { answerParserError } from '../http/parser-errors';
+import { originForm } from '../http/request-target';
+import { listenOn } from '../listen';
+import { RestrictedApis } from '../restricted-api';
+import type { ServerCore, Transport } from '../server-core';
+import { serverTlsMaterial } from '../tls';
+import { isOpenAiPath, OpenAiFrontend } from './openai-frontend';
+import { sendOpenAiError } from './openai-error';
+
+/**
+ * The OpenAI-compatible API on a port of its own (`openaiPort`), as Triton's OpenAI frontend has one: the same
+ * endpoints, restrictions, API key and TLS settings as on the HTTP port, and the same orderly stop.
+ */
+export class OpenAiServer implements Transport {
+  readonly name = 'openai';
+  private readonly server: http.Server | https.Server;
+  private readonly connections: ConnectionDrain;
+
+  constructor(
+    private readonly core: ServerCore,
+    logger: Logger,
+  ) {
+    const frontend = new OpenAiFrontend(core, RestrictedApis.parse(core.config.httpRestrictedApi, 'httpRestrictedApi'), logger);
+    const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+      this.connections.track(req, res);
+      if (this.connections.closing) {
+        req.once('end', () => sendOpenAiError(res, new TritonError('UNAVAILABLE', SERVER_STOPPING_MESSAGE)));
+        req.resume();
+        return;
+      }
+      const url = (req.url ?? '/').charCodeAt(0) === 47 ? (req.url ?? '/') : originForm(req.url ?? '/');
+      const q = url.indexOf('?');
+      const path = q < 0 ? url : url.slice(0, q);
+      if (isOpenAiPath(path)) frontend.handle(req, res, path);
+      else sendOpenAiError(res, new TritonError('NOT_FOUND', `Invalid URL (${req.method ?? ''} ${path})`));
+    };
+    const tls = serverTlsMaterial('http', core.config);
+    this.server = tls
+      ? https.createServer({ noDelay: true, cert: tls.cert, key: tls.key, ...(tls.ca ? { ca: tls.ca } : {}), requestCert: tls.mutual, rejectUnauthorized: tls.mutual }, handler)
+      : http.createServer({ noDelay: true }, handler);
+    this.server.keepAliveTimeout = 65_000;
+    this.server.on('clientError', answerParserError);
+    this.connections = new ConnectionDrain(this.server);
+  }
+
+  start(): Promise<number> {
+    return listenOn(this.server, this.core.config.openaiPort, this.core.config.httpAddress);
+  }
+
+  drain(): void {
+    this.connections.drain();
+  }
+
+  stopAccepting(): Promise<void> {
+    return this.connections.close(5000);
+  }
+
+  forceClose(): void {
+    this.connections.destroyAll();
+    this.server.close();
+  }
+}
