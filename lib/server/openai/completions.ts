@@ -112,5 +112,7 @@ export async function handleCompletion(
     if (!res.writableEnded) res.end(`data: ${JSON.stringify({ error: openAiError(err).body })}\n\n`);
   } finally {
     await pieces.return(undefined);
+    // The client has gone (it may have half-closed its connection only): the connection is let go at once.
+    if (cancellation.aborted) res.destroy();
   }
 }
