@@ -52,6 +52,8 @@ interface Sequence<T> {
 }
 
 const now = () => performance.now();
+/** Lost sequences whose error is remembered for their next request. */
+const LOST_REMEMBERED = 10_000;
 const ms2ns = (ms: number) => Math.round(ms * 1e6);
 
 /** A map key for a correlation id: integers and strings never collide. */
@@ -70,6 +72,8 @@ export class SequenceBatcher<T> implements RequestScheduler<T> {
   private readonly slotsByInstance = new Map<Instance, Slot<T>[]>();
   private readonly sequences = new Map<string, Sequence<T>>();
   private readonly backlog: Sequence<T>[] = [];
+  /** Why sequences lost to a failed instance ended, by key, until their id starts again (oldest dropped first). */
+  private readonly lost = new Map<string, TritonError>();
   private readonly busy = new Set<Instance>();
   private readonly controls: SequenceControls;
   private readonly states: SequenceStates;
@@ -159,6 +163,11 @@ export class SequenceBatcher<T> implements RequestScheduler<T> {
     this.controls.check(sequence);
     const key = keyOf(sequence.id);
     let seq = this.sequences.get(key);
+    const lost = this.lost.get(key);
+    if (lost) {
+      if (!sequence.start) throw lost;
+      this.lost.delete(key);
+    }
     if (!seq && !sequence.start) {
       throw new TritonError(
         'INVALID_ARGUMENT',
@@ -283,13 +292,16 @@ export class SequenceBatcher<T> implements RequestScheduler<T> {
     for (const slot of this.slotsByInstance.get(instance) ?? []) {
       const seq = slot.owner;
       if (!seq) continue;
-      this.release(
-        seq,
-        new TritonError(
-          'UNAVAILABLE',
-          `sequence ${String(seq.id)} of model '${this.options.modelName}' was lost: instance ${instance.name} failed${cause ? ` (${cause.message})` : ''}; start the sequence again`,
-        ),
+      const error = new TritonError(
+        'UNAVAILABLE',
+        `sequence ${String(seq.id)} of model '${this.options.modelName}' was lost: instance ${instance.name} failed${cause ? ` (${cause.message})` : ''}; start the sequence again`,
       );
+      // Its next request (not a START) gets this error rather than a bare "must specify the START flag".
+      if (!seq.ending) {
+        this.lost.set(seq.key, error);
+        if (this.lost.size > LOST_REMEMBERED) this.lost.delete(this.lost.keys().next().value as string);
+      }
+      this.release(seq, error);
     }
   }
 

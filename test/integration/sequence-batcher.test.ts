@@ -1,4 +1,5 @@
-import { Triton, type Request, type Tensor } from '../../lib';
+import * as path from 'node:path';
+import { Triton, workers, type Request, type Tensor } from '../../lib';
 import { bindSequenceAccumulate } from '../../examples/sequence/model';
 import type { SequenceBatcher } from '../../lib/scheduler/sequence-batcher';
 
@@ -31,10 +32,10 @@ function batcherOf(triton: Triton, model: string): SequenceBatcher<unknown> {
 }
 
 /** Runs one sequence of `values` request by request; returns the OUTPUT of each. */
-async function runSequence(triton: Triton, id: number | string, values: number[]): Promise<number[]> {
+async function runSequence(triton: Triton, id: number | string, values: number[], model = 'sequence_accumulate'): Promise<number[]> {
   const sums: number[] = [];
   for (let i = 0; i < values.length; i++) {
-    const answer = await infer(triton, 'sequence_accumulate', values[i] as number, { sequence_id: id, sequence_start: i === 0, sequence_end: i === values.length - 1 });
+    const answer = await infer(triton, model, values[i] as number, { sequence_id: id, sequence_start: i === 0, sequence_end: i === values.length - 1 });
     expect(answer.status).toBe(200);
     sums.push((answer.body.outputs?.[0]?.data[0] ?? NaN) as number);
   }
@@ -149,5 +150,86 @@ describe('sequence batcher', () => {
     expect(config.sequence_batching.control_input[3]).toEqual({ name: 'CORRID', control: [{ kind: 'CONTROL_SEQUENCE_CORRID', int32_false_true: [], fp32_false_true: [], bool_false_true: [], data_type: 'TYPE_UINT64' }] });
     expect(config.sequence_batching.direct).toEqual({ max_queue_delay_microseconds: 0, minimum_slot_utilization: 0 });
     expect(config).not.toHaveProperty('dynamic_batching');
+  });
+
+  it('worker instances: the worker sees the sequence; a crash fails the sequences in its slots, and new ones work after the restart', async () => {
+    const triton = await start((t) =>
+      t.bind({
+        modelName: 'wseq',
+        inferFunc: workers({ module: path.join(__dirname, '../fixtures/workers/sequence-model.js'), devices: ['cpu'] }),
+        inputs: [{ name: 'INPUT', dtype: 'INT32', shape: [1] }],
+        outputs: [
+          { name: 'OUTPUT', dtype: 'INT32', shape: [1] },
+          { name: 'SEQ', dtype: 'BYTES', shape: [1] },
+          { name: 'THREAD', dtype: 'INT32', shape: [1] },
+        ],
+        config: { maxBatchSize: 4, sequenceBatching: { oldest: { maxCandidateSequences: 4 }, state: [{ inputName: 'S', outputName: 'S_OUT', dtype: 'INT32', dims: [1] }] } },
+      }),
+    );
+    const out = (a: Answer, name: string) => a.body.outputs?.find((o) => o.name === name)?.data[0];
+    const a1 = await infer(triton, 'wseq', 2, { sequence_id: 1, sequence_start: true });
+    const b1 = await infer(triton, 'wseq', 3, { sequence_id: 'b', sequence_start: true });
+    expect([out(a1, 'OUTPUT'), out(a1, 'SEQ')]).toEqual([2, '1']);
+    expect([out(b1, 'OUTPUT'), out(b1, 'SEQ')]).toEqual([3, 'b']);
+    expect(out(await infer(triton, 'wseq', 4, { sequence_id: 'b' }), 'OUTPUT')).toBe(7);
+    const firstThread = out(a1, 'THREAD');
+
+    const crash = await infer(triton, 'wseq', 1, { sequence_id: 1, action: 'exit' });
+    expect(crash.status).toBeGreaterThanOrEqual(400);
+    const after = await infer(triton, 'wseq', 1, { sequence_id: 'b' });
+    expect(after.status).toBe(503);
+    expect(after.body.error).toMatch(/^sequence b of model 'wseq' was lost: instance wseq_0 failed .*; start the sequence again$/);
+
+    const fresh = await infer(triton, 'wseq', 5, { sequence_id: 'b', sequence_start: true });
+    expect(fresh.status).toBe(200);
+    expect(out(fresh, 'OUTPUT')).toBe(5);
+    expect(out(fresh, 'THREAD')).not.toBe(firstThread);
+    expect(out(await infer(triton, 'wseq', 6, { sequence_id: 'b', sequence_end: true }), 'OUTPUT')).toBe(11);
+    const batcher = batcherOf(triton, 'wseq');
+    expect(batcher.liveSequences).toBe(0);
+    const { created, released } = batcher.stateBuffers;
+    expect(created).toBe(released);
+  });
+
+  it('creates and frees as many state buffers as it runs sequences, over completions, idle timeouts and cancels', async () => {
+    let gate: (() => void) | undefined;
+    const held = new Promise<void>((resolve) => (gate = resolve));
+    let entered: () => void = () => {};
+    const holding = new Promise<void>((resolve) => (entered = resolve));
+    const triton = await start((t) =>
+      t.bind({
+        modelName: 'mixed',
+        inferFunc: async (requests: Request[]) => {
+          if (requests.some((r) => r.parameters.hold === true)) {
+            entered();
+            await held;
+          }
+          return requests.map((r) => {
+            const sum = (r.inputs.INPUT!.data as Int32Array)[0]! + (r.inputs.S!.data as Int32Array)[0]!;
+            return { OUTPUT: { shape: [1, 1], data: Int32Array.of(sum) }, S_OUT: { shape: [1, 1], data: Int32Array.of(sum) } };
+          });
+        },
+        inputs: [{ name: 'INPUT', dtype: 'INT32', shape: [1] }],
+        outputs: [{ name: 'OUTPUT', dtype: 'INT32', shape: [1] }],
+        config: { maxBatchSize: 2, sequenceBatching: { oldest: {}, maxSequenceIdleMicroseconds: 100_000, state: [{ inputName: 'S', outputName: 'S_OUT', dtype: 'INT32', dims: [1] }] } },
+      }),
+    );
+    // Completed sequences.
+    await Promise.all([runSequence(triton, 1, [1, 2, 3], 'mixed'), runSequence(triton, 'two', [4], 'mixed')]);
+    // Sequences left open: the idle timeout frees them.
+    await infer(triton, 'mixed', 1, { sequence_id: 3, sequence_start: true });
+    await infer(triton, 'mixed', 1, { sequence_id: 4, sequence_start: true });
+    // A sequence whose requests time out (Triton's per-request `timeout`) while queued behind a held batch, its
+    // END among them: the sequence still ends, by its idle timeout.
+    const holder = infer(triton, 'mixed', 1, { sequence_id: 5, sequence_start: true, hold: true });
+    await holding;
+    const expired = await Promise.all([false, true].map((end) => infer(triton, 'mixed', 1, { sequence_id: 5, sequence_end: end, timeout: 1000 })));
+    expect(expired.map((a) => a.body.error)).toEqual(['Request timeout expired', 'Request timeout expired']);
+    const batcher = batcherOf(triton, 'mixed');
+    expect(batcher.pendingCount).toBe(0);
+    gate?.();
+    expect((await holder).status).toBe(200);
+    while (batcher.liveSequences > 0) await new Promise((r) => setTimeout(r, 20));
+    expect(batcher.stateBuffers).toEqual({ created: 5, released: 5 });
   });
 });
