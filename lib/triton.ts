@@ -93,17 +93,18 @@ export class Triton implements ServerCore, AsyncDisposable {
     this.responseCache = this.config.responseCacheByteSize > 0 ? new ResponseCache(this.config.responseCacheByteSize) : undefined;
     this.sharedMemory = new SharedMemoryManager(this.config.allowSharedMemory);
     this.tracer = new Tracer(this.config.traceFile);
+    this.metrics = new Metrics(this.repository, this.responseCache, this.config);
     this.building = {
       repository: this.repository,
       responseCache: this.responseCache,
       tracer: this.tracer,
+      observeLatencies: this.metrics.observeLatencies,
       bls: this.bls.handle,
       onUnrecoverable: (err, model) => this.onUnrecoverable(err, model),
     };
     this.control = new ModelControl(this.repository, this.building, this.config, this.logger);
     this.repositories = new RepositoryControl(this.building, this.config, this.logger);
     this.http = new HttpServer(this, this.logger);
-    this.metrics = new Metrics(this.repository, this.responseCache);
     if (this.config.allowHttp) {
       this.addTransport({
         name: 'http',
@@ -119,7 +120,7 @@ export class Triton implements ServerCore, AsyncDisposable {
       const server = new MetricsServer(this.metrics);
       this.addTransport({
         name: 'metrics',
-        start: () => server.listen(this.config.metricsPort, this.config.metricsAddress),
+        start: () => this.metrics.start().then(() => server.listen(this.config.metricsPort, this.config.metricsAddress)),
         stopAccepting: () => {},
         forceClose: () => server.close(),
       });

@@ -4,8 +4,23 @@ import { Counter, Gauge, Registry, type Metric, type MetricObjectWithValues, typ
 import type { Model } from '../model/model';
 import type { ModelRepository } from '../model/model-repository';
 import type { ResponseCache } from '../model/response-cache';
+import type { LatencyObserverFactory } from '../model/model';
+import { CpuMetrics } from './cpu-metrics';
+import { GpuMetrics } from './gpu-metrics';
+import { LatencyMetrics } from './latency-metrics';
+import { parseMetricsConfig, type MetricsSettings } from './metrics-config';
 
 type Labels = { model: string; version: string };
+
+/** The server settings the metrics follow (Triton's `--metrics-config`, `--allow-cpu-metrics`, ...). */
+export interface MetricsOptions {
+  /** Triton's `--metrics-config` entries joined with `;`. */
+  readonly metricsConfig?: string;
+  readonly metricsIntervalMs?: number;
+  readonly allowCpuMetrics?: boolean;
+  readonly allowGpuMetrics?: boolean;
+  readonly nvidiaSmiPath?: string;
+}
 
 /**
  * Prometheus metrics with Triton's family names and labels. Per-model counters are read from each model's
@@ -15,11 +30,27 @@ type Labels = { model: string; version: string };
 export class Metrics {
   /** The registry served on the metrics port; add your own metrics with `registers: [metrics.registry]`. */
   readonly registry = new Registry();
+  /** The settings read from `metricsConfig`. */
+  readonly settings: MetricsSettings;
+  /**
+   * Makes each model's latency observer for the summaries and the first-response histogram; undefined when both
+   * are off, so that requests pay nothing for them.
+   */
+  readonly observeLatencies: LatencyObserverFactory | undefined;
+  private readonly options: MetricsOptions;
+  private gpu: Promise<void> | undefined;
 
   constructor(
     private readonly repository: ModelRepository,
     cache?: ResponseCache,
+    options: MetricsOptions = {},
   ) {
+    this.options = options;
+    this.settings = parseMetricsConfig(options.metricsConfig);
+    const latencies = LatencyMetrics.create(this.settings, this.registry);
+    this.observeLatencies = latencies && ((model, version, o) => latencies.observerFor(model, version, o));
+    const intervalMs = options.metricsIntervalMs ?? 2000;
+    if (options.allowCpuMetrics ?? true) CpuMetrics.register(this.registry, intervalMs);
     const registers = [this.registry];
     const perModel = (name: string, help: string, read: (m: Model) => number) =>
       new Counter({
@@ -48,19 +79,21 @@ export class Metrics {
     });
     perModel('nv_inference_count', 'Number of inferences performed (does not include cached requests)', (m) => m.statistics.inferenceCount);
     perModel('nv_inference_exec_count', 'Number of model executions performed (does not include cached requests)', (m) => m.statistics.executionCount);
-    perModel('nv_inference_request_duration_us', 'Cumulative inference request duration in microseconds (includes cached requests)', (m) =>
-      us(m.statistics.success.ns + m.statistics.fail.ns),
-    );
-    perModel('nv_inference_queue_duration_us', 'Cumulative inference queuing duration in microseconds (includes cached requests)', (m) => us(m.statistics.queue.ns));
-    perModel('nv_inference_compute_input_duration_us', 'Cumulative compute input duration in microseconds (does not include cached requests)', (m) =>
-      us(m.statistics.computeInput.ns),
-    );
-    perModel('nv_inference_compute_infer_duration_us', 'Cumulative compute inference duration in microseconds (does not include cached requests)', (m) =>
-      us(m.statistics.computeInfer.ns),
-    );
-    perModel('nv_inference_compute_output_duration_us', 'Cumulative inference compute output duration in microseconds (does not include cached requests)', (m) =>
-      us(m.statistics.computeOutput.ns),
-    );
+    if (this.settings.counterLatencies) {
+      perModel('nv_inference_request_duration_us', 'Cumulative inference request duration in microseconds (includes cached requests)', (m) =>
+        us(m.statistics.success.ns + m.statistics.fail.ns),
+      );
+      perModel('nv_inference_queue_duration_us', 'Cumulative inference queuing duration in microseconds (includes cached requests)', (m) => us(m.statistics.queue.ns));
+      perModel('nv_inference_compute_input_duration_us', 'Cumulative compute input duration in microseconds (does not include cached requests)', (m) =>
+        us(m.statistics.computeInput.ns),
+      );
+      perModel('nv_inference_compute_infer_duration_us', 'Cumulative compute inference duration in microseconds (does not include cached requests)', (m) =>
+        us(m.statistics.computeInfer.ns),
+      );
+      perModel('nv_inference_compute_output_duration_us', 'Cumulative inference compute output duration in microseconds (does not include cached requests)', (m) =>
+        us(m.statistics.computeOutput.ns),
+      );
+    }
     if (cache) {
       perModel('nv_cache_num_hits_per_model', 'Number of cache hits per model', (m) => m.statistics.cacheHit.count);
       perModel('nv_cache_num_misses_per_model', 'Number of cache misses per model', (m) => m.statistics.cacheMiss.count);
@@ -119,6 +152,16 @@ export class Metrics {
     // Rows per execution, as a histogram built at scrape time from the statistics' per-batch-size counts:
     // nothing is recorded on the request path.
     this.registry.registerMetric(new BatchSizeHistogram(repository) as unknown as Metric);
+  }
+
+  /**
+   * Registers the GPU metrics if nvidia-smi lists a GPU (the server starts the metrics port after it, so the first
+   * scrape has them). Idempotent.
+   */
+  start(): Promise<void> {
+    if (!(this.options.allowGpuMetrics ?? true)) return Promise.resolve();
+    this.gpu ??= GpuMetrics.register(this.registry, this.options.nvidiaSmiPath ?? 'nvidia-smi', this.options.metricsIntervalMs ?? 2000).then(() => undefined);
+    return this.gpu;
   }
 
   /** The Prometheus text exposition. */

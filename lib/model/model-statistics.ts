@@ -16,6 +16,21 @@ interface BatchStats {
   compute_output: Duration;
 }
 
+/**
+ * What a model's statistics report per request, beyond their cumulative counts: one request's durations, for
+ * the latency summaries and the first-response histogram. Absent (not called at all) when both are off.
+ */
+export interface LatencyObserver {
+  /** A request that ended (succeeded or failed) after `totalNs` in the server. */
+  request(totalNs: number): void;
+  /** A request that ran: its queue and compute durations. */
+  computed(queueNs: number, computeInputNs: number, computeInferNs: number, computeOutputNs: number): void;
+  /** A request answered from the response cache: no queue wait, no compute. */
+  cached(): void;
+  /** A decoupled model's first response to a request, `ns` after the request arrived. */
+  firstResponse(ns: number): void;
+}
+
 const zero = (): Duration => ({ count: 0, ns: 0 });
 
 /**
@@ -40,6 +55,8 @@ export class ModelStatistics {
   private readonly batches = new Map<number, BatchStats>();
   /** Executions per instance name. */
   readonly executionsByInstance = new Map<string, number>();
+  /** Sees each request's durations, for the latency summaries and histograms; unset when they are off. */
+  observer: LatencyObserver | undefined;
 
   /** Records a request that succeeded after `totalNs` in the server. */
   recordSuccess(totalNs: number, s: Scheduled<unknown>): void {
@@ -49,6 +66,11 @@ export class ModelStatistics {
     add(this.computeInfer, s.computeInferNs);
     add(this.computeOutput, s.computeOutputNs);
     this.lastInference = Date.now();
+    const o = this.observer;
+    if (o) {
+      o.request(totalNs);
+      o.computed(s.queueNs, s.computeInputNs, s.computeInferNs, s.computeOutputNs);
+    }
   }
 
   /**
@@ -60,6 +82,10 @@ export class ModelStatistics {
     add(this.queue, 0);
     add(this.cacheHit, lookupNs);
     this.lastInference = Date.now();
+    if (this.observer) {
+      this.observer.request(totalNs);
+      this.observer.cached();
+    }
   }
 
   /** Records the cache work of a request that missed and was then stored: lookup and insertion. */
@@ -71,6 +97,12 @@ export class ModelStatistics {
   recordFailure(totalNs: number, reason: FailureReason): void {
     add(this.fail, totalNs);
     this.failures[reason]++;
+    this.observer?.request(totalNs);
+  }
+
+  /** Records a decoupled model's first response to a request, `ns` after the request arrived. */
+  recordFirstResponse(ns: number): void {
+    this.observer?.firstResponse(ns);
   }
 
   /** Records one execution. */

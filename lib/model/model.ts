@@ -1,7 +1,7 @@
 import type { InferCall, Request, Response } from '../callable';
 import { Cancellation } from '../cancellation';
 import { warmupRequests } from './warmup';
-import { ModelStatistics } from './model-statistics';
+import { ModelStatistics, type LatencyObserver } from './model-statistics';
 import type { ModelConfigJson, ModelDescription } from '../config/triton-model-config';
 import type { ModelMetadata } from '../protocol/model-metadata';
 import { describeModel } from './model-description';
@@ -49,7 +49,12 @@ export interface ModelInit {
   responseCache?: ResponseCache;
   /** Records traces of the requests the trace settings sample. */
   tracer?: Tracer;
+  /** Makes the observer of this model's per-request latencies, when latency summaries or histograms are on. */
+  observeLatencies?: LatencyObserverFactory;
 }
+
+/** Makes a model's latency observer (see `LatencyObserver`). */
+export type LatencyObserverFactory = (model: string, version: string, options: { cached: boolean; decoupled: boolean }) => LatencyObserver;
 
 /** Runs a call a model makes to another model; `chain` is the call path ending with the caller. */
 export type BlsHandler = (call: InferCall, chain: readonly string[], caller: Cancellation) => Promise<Record<string, Tensor>>;
@@ -95,6 +100,7 @@ export class Model {
     this.bls = init.bls;
     this.cache = init.responseCache;
     this.tracer = init.tracer;
+    this.statistics.observer = init.observeLatencies?.(init.name, init.version, { cached: init.responseCache !== undefined, decoupled: init.config.decoupled });
     this.name = init.name;
     this.version = init.version;
     this.inputs = init.inputs;
@@ -277,6 +283,7 @@ export class Model {
     const job = this.prepare(req);
     const stream = this.scheduler.enqueueStream(job.request, job.rows, job.batchKey, job, highWaterMark);
     const { name, version, statistics } = this;
+    let first = true;
     async function* responses(): AsyncGenerator<InferenceResponse & { final: boolean }> {
       let finished = false;
       try {
@@ -286,6 +293,10 @@ export class Model {
           if (next.done) break;
           job.throwIfCancelled();
           const { value, final } = next.value;
+          if (first) {
+            first = false;
+            statistics.recordFirstResponse(job.elapsedNs());
+          }
           const parameters = value?.parameters;
           yield { id: req.id, modelName: name, modelVersion: version, outputs: value ?? [], final, ...(parameters && { parameters }) };
         }
