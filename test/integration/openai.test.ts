@@ -258,6 +258,14 @@ describe('OpenAI-compatible API settings', () => {
     expect((await keyed.chat.completions.create({ model: 'echo_chat', messages: [{ role: 'user', content: 'hi' }] })).choices[0]!.message.content).toBe('You said: hi');
   });
 
+  it('a restricted group keyed on authorization=Bearer <key> takes the clients’ api_key', async () => {
+    const base = await start({ openai: true, httpRestrictedApi: 'inference:authorization=Bearer sk-group' });
+    const wrong = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'sk-other', maxRetries: 0 });
+    expect(await wrong.chat.completions.create({ model: 'echo_chat', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e)).toBeInstanceOf(OpenAI.AuthenticationError);
+    const right = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'sk-group', maxRetries: 0 });
+    expect((await right.chat.completions.create({ model: 'echo_chat', messages: [{ role: 'user', content: 'hi' }] })).choices[0]!.message.content).toBe('You said: hi');
+  });
+
   it('openaiPort: also serves the API on a port of its own', async () => {
     await start({ openai: true, openaiPort: 0 });
     const port = triton!.ports.openai;
