@@ -1,6 +1,7 @@
 // The public surface of tstriton, listed explicitly so it can be reviewed in one place.
 export { Triton } from './triton';
 export type { BindOptions, RunOptions, Transport } from './triton';
+export type { ChatTemplate, ChatMessage } from './model/chat-template';
 export { TritonError, UnrecoverableError, ERROR_CODES, GrpcStatus, toTritonError } from './errors';
 export type { ErrorCode } from './errors';
 export type { Request, Response, InferCallable, DecoupledCallable, StreamItem, InferCall, OutputValue, ParameterValue, ResponseParameters } from './callable';

@@ -34,6 +34,27 @@ describe('OpenAI-compatible API', () => {
       config: { batching: false },
       chatTemplate: (messages) => messages.map((m) => `${m.role.toUpperCase()}=${m.content}`).join('|'),
     });
+    // Answers with what reached it: its inputs and the request parameters.
+    triton.bind({
+      modelName: 'sampler',
+      inferFunc: sample(async (inputs: Record<string, Tensor>, request: Request) => {
+        const got = {
+          max_tokens: inputs.max_tokens ? Array.from(inputs.max_tokens.data as Int32Array) : undefined,
+          temperature: inputs.temperature ? Array.from(inputs.temperature.data as Float32Array) : undefined,
+          stop_words: inputs.stop_words ? (inputs.stop_words.data as Uint8Array[]).map((b) => Buffer.from(b).toString()) : undefined,
+          parameters: request.parameters,
+        };
+        return { text_output: tensor('BYTES', [1], [JSON.stringify(got)]) };
+      }),
+      inputs: [
+        { name: 'text_input', dtype: 'BYTES', shape: [1] },
+        { name: 'max_tokens', dtype: 'INT32', shape: [1], optional: true },
+        { name: 'temperature', dtype: 'FP32', shape: [1], optional: true },
+        { name: 'stop_words', dtype: 'BYTES', shape: [-1], optional: true },
+      ],
+      outputs: [{ name: 'text_output', dtype: 'BYTES', shape: [1] }],
+      config: { batching: false },
+    });
     // A long generation, slow enough to be aborted in the middle; it fails on the word 'boom'.
     triton.bind({
       modelName: 'ticker',
@@ -67,9 +88,9 @@ describe('OpenAI-compatible API', () => {
   }, 15_000);
 
   it('models.list() lists the bound models', async () => {
-    const ids = [];
+    const ids: string[] = [];
     for await (const m of client.models.list()) ids.push(m.id);
-    expect(ids).toEqual(['echo_chat', 'embed_text', 'prompt_echo', 'ticker']);
+    expect(ids).toEqual(['echo_chat', 'embed_text', 'prompt_echo', 'sampler', 'ticker']);
     expect((await client.models.retrieve('echo_chat')).owned_by).toBe('tstriton');
   });
 
@@ -91,7 +112,7 @@ describe('OpenAI-compatible API', () => {
 
   it('chat.completions.create with stream: true gives the reply chunk by chunk, then the finish reason', async () => {
     const stream = await client.chat.completions.create({ model: 'echo_chat', messages, stream: true, stream_options: { include_usage: true } });
-    const chunks = [];
+    const chunks: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
     for await (const chunk of stream) chunks.push(chunk);
     expect(chunks.every((c) => c.object === 'chat.completion.chunk' && c.id === chunks[0]!.id)).toBe(true);
     expect(chunks[0]!.choices[0]!.delta.role).toBe('assistant');
@@ -115,6 +136,55 @@ describe('OpenAI-compatible API', () => {
     expect(reply.usage).toBeUndefined();
   });
 
+  it('sampling fields reach the model as its inputs of those names, or else as request parameters', async () => {
+    const reply = await client.completions.create({ model: 'sampler', prompt: 'p', max_tokens: 7, temperature: 0.5, top_p: 0.9, seed: 42, stop: ['\n', 'END'] });
+    expect(JSON.parse(reply.choices[0]!.text)).toEqual({
+      max_tokens: [7],
+      temperature: [0.5],
+      stop_words: ['\n', 'END'],
+      parameters: { stream: false, top_p: 0.9, seed: 42 },
+    });
+    const chat = await client.chat.completions.create({ model: 'sampler', messages, max_tokens: 3, max_completion_tokens: 9, stop: 'x' });
+    expect(JSON.parse(chat.choices[0]!.message.content!)).toMatchObject({ max_tokens: [9], stop_words: ['x'] });
+  });
+
+  it.each([
+    [{ model: 5, messages: [] }, 'model', /expected a non-empty string/],
+    [{ model: 'echo_chat', messages: 'hi' }, 'messages', /expected an array/],
+    [{ model: 'echo_chat', messages: [] }, 'messages', /empty array/],
+    [{ model: 'echo_chat', messages: [{ content: 'hi' }] }, 'messages[0].role', /Missing required parameter/],
+    [{ model: 'echo_chat', messages: [{ role: 'user', content: { a: 1 } }] }, 'messages[0].content', /expected a string or a list of text parts/],
+    [{ model: 'echo_chat', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: {} }] }] }, 'messages[0].content[0]', /only text parts/],
+    [{ model: 'echo_chat', messages: [{ role: 'user', content: 'hi' }], stream: 'yes' }, 'stream', /expected a boolean/],
+    [{ model: 'echo_chat', messages: [{ role: 'user', content: 'hi' }], temperature: 3 }, 'temperature', /not between 0 and 2/],
+    [{ model: 'echo_chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 0 }, 'max_tokens', /below the minimum/],
+    [{ model: 'echo_chat', messages: [{ role: 'user', content: 'hi' }], stop: [1] }, 'stop', /list of up to 4 strings/],
+    [{ model: 'echo_chat', messages: [{ role: 'user', content: 'hi' }], n: 2 }, 'n', /n=1/],
+    [{ model: 'echo_chat', messages: [{ role: 'user', content: 'hi' }], logprobs: true }, 'logprobs', /not supported/],
+    [{ model: 'echo_chat', messages: [{ role: 'user', content: 'hi' }], stream_options: { include_usage: true } }, 'stream_options', /only allowed when 'stream' is true/],
+  ])('refuses the chat body %j with a 400 naming %s', async (body, param, message) => {
+    const res = await fetch(`${base}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(body) });
+    expect(res.status).toBe(400);
+    const { error } = (await res.json()) as { error: { param: string; message: string; type: string } };
+    expect(error.param).toBe(param);
+    expect(error.type).toBe('invalid_request_error');
+    expect(error.message).toMatch(message);
+  });
+
+  it.each([
+    ['/v1/completions', { model: 'echo_chat', prompt: ['a', 'b'] }, 'prompt'],
+    ['/v1/completions', { model: 'echo_chat', prompt: [1, 2] }, 'prompt'],
+    ['/v1/completions', { model: 'echo_chat', prompt: 'a', suffix: 'b' }, 'suffix'],
+    ['/v1/embeddings', { model: 'embed_text' }, 'input'],
+    ['/v1/embeddings', { model: 'embed_text', input: [[1, 2]] }, 'input'],
+    ['/v1/embeddings', { model: 'embed_text', input: 'a', encoding_format: 'hex' }, 'encoding_format'],
+    ['/v1/embeddings', { model: 'embed_text', input: 'a', dimensions: 3 }, 'dimensions'],
+  ])('refuses %s %j with a 400 naming %s', async (path, body, param) => {
+    const res = await fetch(`${base}${path}`, { method: 'POST', body: JSON.stringify(body) });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { param: string } }).error.param).toBe(param);
+  });
+
   it('completions.create answers with and without streaming', async () => {
     const prompt = '<|user|>\nsay it twice\n<|assistant|>\n';
     const done = await client.completions.create({ model: 'echo_chat', prompt });
@@ -126,8 +196,8 @@ describe('OpenAI-compatible API', () => {
     expect(echoed.choices[0]!.finish_reason).toBe('length');
 
     const stream = await client.completions.create({ model: 'echo_chat', prompt, stream: true });
-    const pieces = [];
-    const finish = [];
+    const pieces: string[] = [];
+    const finish: string[] = [];
     for await (const chunk of stream) {
       if (chunk.choices[0]!.text !== '') pieces.push(chunk.choices[0]!.text);
       if (chunk.choices[0]!.finish_reason) finish.push(chunk.choices[0]!.finish_reason);

@@ -51,7 +51,9 @@ export function checkTextModel(model: Model): void {
 export function generationRequest(model: Model, prompt: string, sampling: Sampling, cancellation: Cancellation): InferenceRequest {
   const inputs = new Set(model.inputs.map((s) => s.name));
   const fields: Record<string, unknown> = { [TEXT_INPUT]: prompt, stream: sampling.stream };
-  for (const [name, value] of Object.entries(sampling.parameters)) {
+  for (const [field, value] of Object.entries(sampling.parameters)) {
+    // TensorRT-LLM's models name the stop strings `stop_words`.
+    const name = field === 'stop' && !inputs.has('stop') && inputs.has('stop_words') ? 'stop_words' : field;
     // A list (`stop`) fills a BYTES input; as a request parameter, which holds scalars only, it travels as JSON.
     fields[name] = Array.isArray(value) && !inputs.has(name) ? JSON.stringify(value) : value;
   }
