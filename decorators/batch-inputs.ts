@@ -1,6 +1,7 @@
 import { concatBatch, TritonError, type Request, type Tensor } from '../lib';
 import { describeRequest, totalRows, type BatchContext } from './context';
 import { dimsOf, sameDims, sliceRows } from './tensor-rows';
+import { flatten } from './ragged';
 
 /**
  * The inputs object of a batch function.
@@ -40,22 +41,29 @@ export function requestRows(request: Request): number {
 
 /**
  * The inputs object over `requests` for the batched `names`, plus `plain` values passed as they are.
- * `where` names the decorator in errors.
+ * `where` names the decorator in errors. A `ragged` input is one flat tensor of every request's elements
+ * (Triton's `allow_ragged_batch`), whatever each request's shape.
  */
-export function batchInputs(requests: readonly Request[], names: readonly string[], where: string, plain: Record<string, Tensor> = {}): Record<string, Tensor> {
+export function batchInputs(
+  requests: readonly Request[],
+  names: readonly string[],
+  where: string,
+  plain: Record<string, Tensor> = {},
+  ragged: ReadonlySet<string> = NONE,
+): Record<string, Tensor> {
   const out: Inputs = {};
   const sole = requests.length === 1 ? (requests[0] as Request) : undefined;
   const batched: Batched = { names: new Set(names), sole };
   Object.defineProperty(out, BATCHED, { value: batched, enumerable: false });
   for (const name of names) {
-    if (sole) {
+    if (sole && !ragged.has(name)) {
       const t = sole.inputs[name];
       if (!t) throw new TritonError('INFERENCE_FAILED', `${where}: input "${name}" is missing from ${describeRequest(requests, 0)}`);
       out[name] = t;
       continue;
     }
     let value: Tensor | undefined;
-    defineInput(out, batched.names, name, () => (value ??= concatParts(requests, name, where)));
+    defineInput(out, batched.names, name, () => (value ??= concatParts(requests, name, where, ragged.has(name))));
   }
   for (const name in plain) out[name] = plain[name] as Tensor;
   return out;
@@ -124,12 +132,15 @@ function defineInput(out: Inputs, batched: Set<string>, name: string, get: () =>
   });
 }
 
-function concatParts(requests: readonly Request[], name: string, where: string): Tensor {
+const NONE: ReadonlySet<string> = new Set();
+
+function concatParts(requests: readonly Request[], name: string, where: string, ragged = false): Tensor {
   const parts = requests.map((r, i) => {
     const t = r.inputs[name];
     if (!t) throw new TritonError('INFERENCE_FAILED', `${where}: input "${name}" is missing from ${describeRequest(requests, i)}`);
     return t;
   });
+  if (ragged) return flatten(parts, requests, name, where);
   const first = parts[0] as Tensor;
   parts.forEach((t, i) => {
     if (t.dtype !== first.dtype) {

@@ -6,6 +6,7 @@ import { makeDecorator } from './decorate';
 import { cropRows } from './pad';
 import { extentsOf, requestExtent } from './row-extents';
 import { checkRows, dimsOf, sameDims, sliceRows } from './tensor-rows';
+import { batchInputTensors, raggedPlanOf, scatterOutput, type RaggedPlan } from './ragged';
 
 export type { BatchContext, BatchFn, StreamingBatchFn };
 
@@ -36,9 +37,11 @@ export const batch = makeDecorator<BatchFn | StreamingBatchFn>(
     }
     const rows = requests.map(requestRows);
     const { context, dispose } = batchContext(requests, rows, { instance });
+    const plan = raggedPlanOf(instance);
     let result: unknown;
     try {
-      result = (fn as (this: unknown, ...args: Parameters<BatchFn>) => unknown).call(self, batchInputs(requests, names, '@batch'), context);
+      const inputs = plan ? batchInputs(requests, names, '@batch', batchInputTensors(requests, plan), plan.ragged) : batchInputs(requests, names, '@batch');
+      result = (fn as (this: unknown, ...args: Parameters<BatchFn>) => unknown).call(self, inputs, context);
     } catch (err) {
       dispose();
       return Promise.reject(err);
@@ -51,7 +54,7 @@ export const batch = makeDecorator<BatchFn | StreamingBatchFn>(
     return Promise.resolve(result as BatchOutputs | Promise<BatchOutputs>).then(
       (outputs) => {
         dispose();
-        return splitOutputs(outputs, rows);
+        return splitOutputs(outputs, rows, plan && { plan, requests });
       },
       (err: unknown) => {
         dispose();
@@ -66,7 +69,7 @@ export const batch = makeDecorator<BatchFn | StreamingBatchFn>(
  * Splits batched outputs back into one response per request, by rows: views, no copies, except where a
  * batch-level decorator padded an output, whose slices are cut back to each request's real dims.
  */
-export function splitOutputs(outputs: BatchOutputs, rows: readonly number[]): Response[] {
+export function splitOutputs(outputs: BatchOutputs, rows: readonly number[], ragged?: { plan: RaggedPlan; requests: readonly Request[] }): Response[] {
   if (typeof outputs !== 'object' || outputs === null) {
     throw new TritonError('INFERENCE_FAILED', `@batch: the function must return an object of outputs, got ${outputs === null ? 'null' : typeof outputs}`);
   }
@@ -76,6 +79,11 @@ export function splitOutputs(outputs: BatchOutputs, rows: readonly number[]): Re
   for (let i = 0; i < rows.length; i++) responses[i] = {};
   for (const name in outputs) {
     const value = outputs[name] as OutputValue;
+    const source = ragged?.plan.scatter.get(name);
+    if (source && ragged) {
+      scatterOutput(value, ragged.requests, source, name).forEach((part, i) => ((responses[i] as Response)[name] = part));
+      continue;
+    }
     if (value?.shape?.[0] !== total) checkRows(value, total, `@batch: output '${name}'`);
     const perRow = extents?.[name];
     let start = 0;

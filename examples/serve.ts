@@ -7,6 +7,7 @@ import { bindOcr } from './ocr/model';
 import { bindStreamTokens } from './streaming/model';
 import { bindEmbedText } from './response-cache/model';
 import { bindSequenceAccumulate } from './sequence/model';
+import { bindRaggedSum } from './ragged/model';
 import { bindEchoChat } from './chat/model';
 
 /** The response cache `embed_text` uses, unless TSTRITON_RESPONSE_CACHE_BYTE_SIZE says otherwise. */
@@ -25,6 +26,7 @@ async function main(): Promise<void> {
   bindStreamTokens(triton);
   bindEmbedText(triton);
   bindSequenceAccumulate(triton);
+  bindRaggedSum(triton);
   bindEchoChat(triton);
   process.exit(await triton.serve());
 }

@@ -14,6 +14,7 @@ import { TritonError } from '../errors';
 import { DATA_TYPES, type DataType } from '../tensor/dtype';
 import { assignKnown } from './validate';
 import { SequenceBatching, type SequenceBatchingInit } from './sequence-batching';
+import { toBatchInputs, toBatchOutputs, type BatchInputInit, type BatchOutputInit } from './ragged-batching';
 
 /** What happens to a request that times out in the queue. */
 export type TimeoutAction = 'REJECT' | 'DELAY';
@@ -174,9 +175,11 @@ export interface ModelConfigInit {
   warmup?: (WarmupSetting | WarmupSettingInit)[];
   parameters?: Record<string, string>;
   sequenceBatching?: SequenceBatching | SequenceBatchingInit | null;
+  batchInput?: readonly BatchInputInit[];
+  batchOutput?: readonly BatchOutputInit[];
 }
 
-const MODEL_CONFIG_KEYS = ['batching', 'maxBatchSize', 'batcher', 'decoupled', 'responseCache', 'warmup', 'parameters', 'sequenceBatching'] as const;
+const MODEL_CONFIG_KEYS = ['batching', 'maxBatchSize', 'batcher', 'decoupled', 'responseCache', 'warmup', 'parameters', 'sequenceBatching', 'batchInput', 'batchOutput'] as const;
 
 /** How a bound model batches and behaves, as PyTriton's `ModelConfig`. */
 export class ModelConfig {
@@ -218,9 +221,19 @@ export class ModelConfig {
   @IsOptional()
   sequenceBatching: SequenceBatching | null = null;
 
+  /** Inputs the batcher computes from each batch for ragged inputs, as Triton's `batch_input` (docs/ragged.md). */
+  @IsArray()
+  batchInput: BatchInputInit[] = [];
+
+  /** Outputs scattered back to the requests by a ragged input's shapes, as Triton's `batch_output`. */
+  @IsArray()
+  batchOutput: BatchOutputInit[] = [];
+
   constructor(init?: ModelConfigInit) {
     assignKnown(this, init, MODEL_CONFIG_KEYS, 'ModelConfig');
     if (this.sequenceBatching !== null && !(this.sequenceBatching instanceof SequenceBatching)) this.sequenceBatching = new SequenceBatching(this.sequenceBatching);
+    this.batchInput = toBatchInputs(this.batchInput, undefined);
+    this.batchOutput = toBatchOutputs(this.batchOutput);
     if (this.sequenceBatching && this.decoupled) throw new TritonError('INVALID_CONFIG', 'invalid ModelConfig: a decoupled model cannot have a sequence batcher');
     if (this.batcher !== null && !(this.batcher instanceof DynamicBatcher)) this.batcher = new DynamicBatcher(this.batcher);
     this.warmup = (this.warmup ?? []).map((w) => (w instanceof WarmupSetting ? w : new WarmupSetting(w)));

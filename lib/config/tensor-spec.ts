@@ -19,9 +19,14 @@ export interface TensorSpecInit {
    * as Triton's `reshape`: same element count, the data is not moved.
    */
   reshape?: readonly number[];
+  /**
+   * Inputs only: requests whose tensors of this input differ in shape may still batch together (Triton's
+   * `allow_ragged_batch`); `@batch` then hands it over as one flat tensor (docs/ragged.md).
+   */
+  allowRaggedBatch?: boolean;
 }
 
-const KEYS = ['name', 'dtype', 'shape', 'optional', 'labels', 'reshape'] as const;
+const KEYS = ['name', 'dtype', 'shape', 'optional', 'labels', 'reshape', 'allowRaggedBatch'] as const;
 
 /** An input or output of a model: name, datatype and shape (without the batch dim). */
 export class TensorSpec {
@@ -52,6 +57,10 @@ export class TensorSpec {
   @IsInt({ each: true, message: 'reshape dims must be integers' })
   @Min(-1, { each: true, message: 'reshape dims must be -1 (variable) or >= 0' })
   reshape?: number[];
+
+  @IsOptional()
+  @IsBoolean()
+  allowRaggedBatch?: boolean;
 
   constructor(init: TensorSpecInit) {
     assignKnown(this, init, KEYS, 'TensorSpec');

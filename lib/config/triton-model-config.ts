@@ -1,6 +1,8 @@
 import { DTYPES } from '../tensor/dtype';
 import type { ModelConfig, QueuePolicy } from './model-config';
 import { sequenceBatchingJson } from './sequence-batching';
+import { batchInputJson, batchOutputJson } from './ragged-batching';
+import { TritonError } from '../errors';
 import type { NamedTensorSpec } from './tensor-spec';
 
 /** One instance group as the generated config reports it. */
@@ -35,6 +37,11 @@ export type ModelConfigJson = Record<string, unknown>;
 export function buildModelConfigJson(d: ModelDescription): ModelConfigJson {
   const c = d.config;
   const maxBatchSize = c.effectiveMaxBatchSize;
+  for (const b of [...c.batchInput, ...c.batchOutput]) {
+    if (!d.inputs.some((s) => s.name === b.sourceInput)) {
+      throw new TritonError('INVALID_CONFIG', `invalid ModelConfig: ${b.kind} names source input '${b.sourceInput}', which model '${d.name}' does not have`);
+    }
+  }
   const json: ModelConfigJson = {
     name: d.name,
     platform: d.platform,
@@ -49,7 +56,7 @@ export function buildModelConfigJson(d: ModelDescription): ModelConfigJson {
       dims: [...s.shape],
       ...(s.reshape ? { reshape: { shape: [...s.reshape] } } : {}),
       is_shape_tensor: false,
-      allow_ragged_batch: false,
+      allow_ragged_batch: s.allowRaggedBatch ?? false,
       optional: s.optional ?? false,
       is_non_linear_format_io: false,
     })),
@@ -62,8 +69,8 @@ export function buildModelConfigJson(d: ModelDescription): ModelConfigJson {
       is_shape_tensor: false,
       is_non_linear_format_io: false,
     })),
-    batch_input: [],
-    batch_output: [],
+    batch_input: c.batchInput.map(batchInputJson),
+    batch_output: c.batchOutput.map(batchOutputJson),
     optimization: {
       priority: 'PRIORITY_DEFAULT',
       input_pinned_memory: { enable: true },

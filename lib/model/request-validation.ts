@@ -54,7 +54,8 @@ export class RequestValidator {
       }
       inputs[name] = t;
       let part = `${name}:`;
-      for (let i = batched ? 1 : 0; i < t.shape.length; i++) part += `${t.shape[i]},`;
+      // A ragged input batches whatever its shape (Triton's allow_ragged_batch): its dims stay out of the key.
+      if (!(batched && spec.allowRaggedBatch)) for (let i = batched ? 1 : 0; i < t.shape.length; i++) part += `${t.shape[i]},`;
       if (key === '') key = part;
       else (keyParts ??= [key]).push(part);
     }
