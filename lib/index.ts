@@ -6,6 +6,7 @@ export { TritonError, UnrecoverableError, ERROR_CODES, GrpcStatus, toTritonError
 export type { ErrorCode } from './errors';
 export type { Request, Response, InferCallable, DecoupledCallable, StreamItem, InferCall, OutputValue, ParameterValue, ResponseParameters } from './callable';
 export { RESPONSE_PARAMETERS, withParameters } from './callable';
+export type { CustomMetrics, CustomMetricFamily, CustomMetric, MetricFamilySpec, MetricKind } from './custom-metrics';
 export { instanceFactory } from './infer-func';
 export type { InferFunc, LifecycleHooks, InstanceFactory, InstanceTarget } from './infer-func';
 export { workers } from './instances';

@@ -1,4 +1,5 @@
 import type { ModelConfigJson } from './config/triton-model-config';
+import type { CustomMetrics } from './custom-metrics';
 
 /** Device kinds an instance can be bound to. */
 export type DeviceKind = 'cpu' | 'gpu';
@@ -19,4 +20,9 @@ export interface InstanceContext {
   readonly device: Device;
   /** The `data` given to `workers({ data })`: settings for the callable, structured-cloned into the worker. */
   readonly data?: unknown;
+  /**
+   * Custom metrics (counters, gauges, histograms) served on the metrics port with the model's labels, from
+   * in-process and worker instances alike (docs/statistics.md). Set on the instances a server runs.
+   */
+  readonly metrics?: CustomMetrics;
 }

@@ -99,6 +99,7 @@ export class Triton implements ServerCore, AsyncDisposable {
       responseCache: this.responseCache,
       tracer: this.tracer,
       observeLatencies: this.metrics.observeLatencies,
+      customMetrics: (model, version) => this.metrics.custom.forModel(model, version),
       bls: this.bls.handle,
       onUnrecoverable: (err, model) => this.onUnrecoverable(err, model),
     };

@@ -1,6 +1,7 @@
 import { extname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { Request, Response, StreamItem } from '../callable';
+import type { CustomMetric, CustomMetricFamily } from '../custom-metrics';
 import { TritonError, UnrecoverableError } from '../errors';
 import { HealthListeners } from './health-listeners';
 import type { Device, HealthEvent, Instance, InstanceContext } from './instance';
@@ -32,6 +33,9 @@ export class WorkerInstance implements Instance {
   private state: State = 'new';
   private worker: Worker | undefined;
   private context: InstanceContext | undefined;
+  /** Custom metric families and metrics the worker's callable registered, by name (and labels). */
+  private readonly metricFamilies = new Map<string, CustomMetricFamily>();
+  private readonly metricChildren = new Map<string, CustomMetric>();
   private readonly channel: WorkerChannel;
   /** Crashes and failed restarts since the last batch that succeeded. */
   private failures = 0;
@@ -103,7 +107,9 @@ export class WorkerInstance implements Instance {
 
   /** Starts a worker; resolves when it is ready, rejects (and ends it) if it fails before. */
   private spawn(): Promise<void> {
-    const init: WorkerInit = { module: this.spec.module, exportName: this.spec.exportName, context: { ...(this.context as InstanceContext), data: this.spec.data } };
+    // Custom metrics stay on this thread: the worker sends their updates (applyMetric).
+    const { metrics: _metrics, ...context } = this.context as InstanceContext;
+    const init: WorkerInit = { module: this.spec.module, exportName: this.spec.exportName, context: { ...context, data: this.spec.data } };
     const { filename, execArgv } = workerEntry(this.spec.options.execArgv);
     const worker = new Worker(filename, {
       workerData: init,
@@ -127,6 +133,7 @@ export class WorkerInstance implements Instance {
           failStart(deserializeError(msg.error));
           void worker.terminate();
         } else if (msg.type === 'closed') this.onClosed?.(msg.error && deserializeError(msg.error));
+        else if (msg.type === 'metric-family' || msg.type === 'metric') this.applyMetric(msg);
         else this.channel.receive(msg);
       });
       worker.on('error', (err: Error) => {
@@ -141,6 +148,32 @@ export class WorkerInstance implements Instance {
         else this.onExit(worker, code, cause);
       });
     });
+  }
+
+  /**
+   * Applies a custom metric family or update the worker's callable made to this thread's registry. The worker
+   * checked it already; a family another model registered differently is reported once, as a process warning.
+   */
+  private applyMetric(msg: Extract<FromWorker, { type: 'metric-family' | 'metric' }>): void {
+    const metrics = this.context?.metrics;
+    if (!metrics) return;
+    try {
+      if (msg.type === 'metric-family') {
+        this.metricFamilies.set(msg.spec.name, metrics.family(msg.spec));
+        return;
+      }
+      const key = `${msg.name}\0${JSON.stringify(msg.labels)}`;
+      let metric = this.metricChildren.get(key);
+      if (!metric) {
+        const family = this.metricFamilies.get(msg.name);
+        if (!family) return;
+        metric = family.metric(msg.labels);
+        this.metricChildren.set(key, metric);
+      }
+      metric[msg.op](msg.value);
+    } catch (err) {
+      process.emitWarning(`instance ${this.name}: ${(err as Error).message}`, { code: 'TSTRITON_CUSTOM_METRIC' });
+    }
   }
 
   /** A running worker ended: a crash, unless the instance is closing. */

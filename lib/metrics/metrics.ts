@@ -6,6 +6,7 @@ import type { ModelRepository } from '../model/model-repository';
 import type { ResponseCache } from '../model/response-cache';
 import type { LatencyObserverFactory } from '../model/model';
 import { CpuMetrics } from './cpu-metrics';
+import { CustomMetricsRegistry } from './custom-metrics-registry';
 import { GpuMetrics } from './gpu-metrics';
 import { LatencyMetrics } from './latency-metrics';
 import { parseMetricsConfig, type MetricsSettings } from './metrics-config';
@@ -37,6 +38,8 @@ export class Metrics {
    * are off, so that requests pay nothing for them.
    */
   readonly observeLatencies: LatencyObserverFactory | undefined;
+  /** Custom metrics of the models' callables (`context.metrics`), on `registry`. */
+  readonly custom = new CustomMetricsRegistry(this.registry);
   private readonly options: MetricsOptions;
   private gpu: Promise<void> | undefined;
 

@@ -6,6 +6,7 @@ import type { InferFunc } from '../infer-func';
 import { createInstances } from '../instances/create-instances';
 import { isOnnxModelSpec, resolveOnnxBinding, type OnnxModelSpec } from '../onnx/onnx-model';
 import type { Tracer } from '../trace';
+import type { CustomMetrics } from '../custom-metrics';
 import { attachChatTemplate, compileChatTemplate, type ChatTemplate } from './chat-template';
 import { EnsembleInstance, ensembleSchedulingJson, isEnsembleSpec, planEnsemble, type EnsembleSpec } from './ensemble';
 import { Model, type BlsHandler, type LatencyObserverFactory } from './model';
@@ -48,6 +49,8 @@ export interface BuildContext {
   readonly tracer: Tracer;
   /** Makes each model's latency observer, when latency summaries or histograms are on. */
   readonly observeLatencies?: LatencyObserverFactory;
+  /** Makes each model's custom metrics (`context.metrics`). */
+  readonly customMetrics?: (model: string, version: string) => CustomMetrics;
   /** Serves the model's `request.infer(...)` calls. */
   readonly bls: BlsHandler;
   /** Called when the model's callable throws UnrecoverableError. */
@@ -133,6 +136,7 @@ export function buildModel(options: BuildOptions, modelName: string, version: nu
     responseCache: config.responseCache ? server.responseCache : undefined,
     tracer: server.tracer,
     observeLatencies: server.observeLatencies,
+    customMetrics: server.customMetrics?.(modelName, String(version)),
   });
   return attachChatTemplate(model, chatTemplate);
 }

@@ -1,5 +1,6 @@
 import type { InferCall, Request, Response } from '../callable';
 import { Cancellation } from '../cancellation';
+import type { CustomMetrics } from '../custom-metrics';
 import { warmupRequests } from './warmup';
 import { ModelStatistics, type LatencyObserver } from './model-statistics';
 import type { ModelConfigJson, ModelDescription } from '../config/triton-model-config';
@@ -51,6 +52,8 @@ export interface ModelInit {
   tracer?: Tracer;
   /** Makes the observer of this model's per-request latencies, when latency summaries or histograms are on. */
   observeLatencies?: LatencyObserverFactory;
+  /** The custom metrics its instances get as `context.metrics`. */
+  customMetrics?: CustomMetrics;
 }
 
 /** Makes a model's latency observer (see `LatencyObserver`). */
@@ -89,6 +92,7 @@ export class Model {
   private readonly bls: BlsHandler | undefined;
   private readonly cache: ResponseCache | undefined;
   private readonly tracer: Tracer | undefined;
+  private readonly customMetrics: CustomMetrics | undefined;
   /** Requests this model holds, validated and not yet answered. */
   private readonly live = new InFlight();
   private created = 0;
@@ -100,6 +104,7 @@ export class Model {
     this.bls = init.bls;
     this.cache = init.responseCache;
     this.tracer = init.tracer;
+    this.customMetrics = init.customMetrics;
     this.statistics.observer = init.observeLatencies?.(init.name, init.version, { cached: init.responseCache !== undefined, decoupled: init.config.decoupled });
     this.name = init.name;
     this.version = init.version;
@@ -176,7 +181,14 @@ export class Model {
     try {
       await Promise.all(
         this.instances.map((instance) =>
-          instance.start({ modelName: this.name, modelVersion: this.version, modelConfig: this.configJson, instanceName: instance.name, device: instance.device }),
+          instance.start({
+            modelName: this.name,
+            modelVersion: this.version,
+            modelConfig: this.configJson,
+            instanceName: instance.name,
+            device: instance.device,
+            ...(this.customMetrics && { metrics: this.customMetrics }),
+          }),
         ),
       );
       for (const setting of this.config.warmup) {

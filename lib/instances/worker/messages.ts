@@ -4,6 +4,7 @@
  */
 import type { ParameterValue, ResponseParameters, SequenceInfo } from '../../callable';
 import type { InstanceContext } from '../instance';
+import type { MetricFamilySpec, MetricUpdate } from '../../custom-metrics';
 import type { WireError } from './error-transfer';
 import type { Column } from './columns';
 
@@ -82,4 +83,8 @@ export type FromWorker =
   | { readonly type: 'bls'; readonly id: number; readonly index: number; readonly call: number; readonly request: WireInferCall }
   /** The worker-side signal of call `call` aborted. */
   | { readonly type: 'bls-abort'; readonly call: number; readonly reason: WireError }
-  | { readonly type: 'closed'; readonly error?: WireError };
+  | { readonly type: 'closed'; readonly error?: WireError }
+  /** The callable registered a custom metric family (`context.metrics.family`). */
+  | { readonly type: 'metric-family'; readonly spec: MetricFamilySpec }
+  /** The callable updated a custom metric. */
+  | { readonly type: 'metric'; readonly name: string; readonly labels: Readonly<Record<string, string>>; readonly op: MetricUpdate; readonly value: number };

@@ -11,14 +11,18 @@ import { serializeError } from './error-transfer';
 import { loadExport } from './load-export';
 import type { WorkerInit } from './messages';
 import { ParentChannel } from './parent-channel';
+import { WorkerMetrics } from './worker-metrics';
+import type { InstanceContext } from '../../instance-context';
 
 
 async function main(port: MessagePort, init: WorkerInit): Promise<void> {
   const channel = new ParentChannel(port);
+  // The context's custom metrics cannot cross threads: the worker's own send their updates as messages.
+  const context: InstanceContext = { ...init.context, metrics: new WorkerMetrics((message) => channel.post(message)) };
   let loaded: LoadedCallable;
   try {
-    loaded = await buildCallable(await loadExport(init.module, init.exportName), init.context);
-    await loaded.initialize?.(init.context);
+    loaded = await buildCallable(await loadExport(init.module, init.exportName), context);
+    await loaded.initialize?.(context);
   } catch (err) {
     // The main thread terminates this worker once it reads the failure.
     channel.post({ type: 'start-failed', error: serializeError(err) });
@@ -29,7 +33,7 @@ async function main(port: MessagePort, init: WorkerInit): Promise<void> {
 
   const runBatch = async (id: number, requests: Request[]): Promise<void> => {
     try {
-      const responses = await loaded.callable(requests, init.context);
+      const responses = await loaded.callable(requests, context);
       channel.sendResult(id, responses);
     } catch (err) {
       channel.sendError(id, err);
@@ -42,7 +46,7 @@ async function main(port: MessagePort, init: WorkerInit): Promise<void> {
   const runStream = async (id: number, requests: Request[]): Promise<void> => {
     const send = channel.openStream(id);
     try {
-      const result = (await loaded.callable(requests, init.context)) as unknown;
+      const result = (await loaded.callable(requests, context)) as unknown;
       if (isAsyncIterable<StreamItem>(result)) {
         for await (const item of result) if (!(await send(item))) break;
       } else if (Array.isArray(result)) {
