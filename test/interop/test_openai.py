@@ -13,6 +13,8 @@ import openai
 import pytest
 import tritonclient.http as httpclient
 
+from conftest import start_server, stop_server
+
 MESSAGES = [
     {"role": "system", "content": "You are a parrot."},
     {"role": "user", "content": "hello streaming world"},
@@ -149,3 +151,20 @@ def test_errors_come_in_openai_shape_as_typed_errors(client, server):
     # The server goes on.
     assert client.chat.completions.create(model="echo_chat", messages=MESSAGES).choices[0].message.content \
         == "You said: hello streaming world"
+
+
+def test_api_key_and_own_port():
+    """TSTRITON_OPENAI_API_KEY makes every /v1 request need the client's api_key; TSTRITON_OPENAI_PORT adds a port."""
+    keyed = start_server(env={"TSTRITON_OPENAI_API_KEY": "sk-interop", "TSTRITON_OPENAI_PORT": "0"})
+    try:
+        assert keyed.ports["openai"] not in (0, keyed.ports["http"])
+        for port in (keyed.ports["http"], keyed.ports["openai"]):
+            url = f"http://127.0.0.1:{port}/v1"
+            with pytest.raises(openai.AuthenticationError) as refused:
+                openai.OpenAI(base_url=url, api_key="sk-wrong", max_retries=0).models.list()
+            assert refused.value.code == "invalid_api_key"
+            right = openai.OpenAI(base_url=url, api_key="sk-interop", max_retries=0)
+            reply = right.chat.completions.create(model="echo_chat", messages=[{"role": "user", "content": "hi"}])
+            assert reply.choices[0].message.content == "You said: hi"
+    finally:
+        assert stop_server(keyed) == 0
