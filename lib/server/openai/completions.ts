@@ -1,6 +1,6 @@
 import type * as http from 'node:http';
 import { randomUUID } from 'node:crypto';
-import type { Cancellation } from '../../cancellation';
+import { cancelledError, type Cancellation } from '../../cancellation';
 import { chatTemplateOf } from '../../model/chat-template';
 import type { Model } from '../../model/model';
 import { drained } from '../http/generate';
@@ -103,7 +103,8 @@ export async function handleCompletion(
       if (next.done) break;
       await each(next.value);
     }
-    if (cancellation.aborted) return;
+    // The client went away (nothing reads what follows), or the request's deadline passed (an error event says so).
+    if (cancellation.aborted) throw cancelledError(cancellation.reason);
     await send(chunk([kind.chunkChoice(undefined, finishReason ?? 'stop')]));
     if (sampling.includeUsage && usage.usage) await send(chunk([], { usage: usage.usage }));
     res.end('data: [DONE]\n\n');
@@ -112,7 +113,5 @@ export async function handleCompletion(
     if (!res.writableEnded) res.end(`data: ${JSON.stringify({ error: openAiError(err).body })}\n\n`);
   } finally {
     await pieces.return(undefined);
-    // The client has gone (it may have half-closed its connection only): the connection is let go at once.
-    if (cancellation.aborted) res.destroy();
   }
 }
