@@ -8,7 +8,9 @@ statistics show executions that held more than one sequence.
 """
 import queue
 import random
+import re
 import threading
+import urllib.request
 
 import numpy as np
 import pytest
@@ -74,6 +76,10 @@ def test_http_interleaved_sequences_get_their_running_sums(server):
         assert results[sid] == running_sums(values), sid
     after = stats_of(httpclient.InferenceServerClient(server.http_url))
     requests = sum(len(v) for _, v in sequences)
+    # The metrics count the sequence batcher's executions as the statistics do.
+    metrics = urllib.request.urlopen(f"http://{server.metrics_url}/metrics").read().decode()
+    executions = re.search(r'^nv_inference_exec_count\{model="sequence_accumulate",version="1"\} (\d+)', metrics, re.MULTILINE)
+    assert executions and int(executions.group(1)) == int(after["execution_count"]), metrics
     assert int(after["inference_count"]) - int(before["inference_count"]) == requests
     assert int(after["execution_count"]) - int(before["execution_count"]) < requests
     assert any(int(b["batch_size"]) > 1 for b in after["batch_stats"])
