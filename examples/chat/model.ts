@@ -1,3 +1,4 @@
+import { Counter } from 'prom-client';
 import { tensor, type Request, type Tensor, type Triton } from 'tstriton';
 import { sample } from 'tstriton/decorators';
 
@@ -22,25 +23,33 @@ export function echoReply(prompt: string): string {
  * Binds `echo_chat`, a decoupled model with Triton's LLM inputs and outputs (`text_input`, `stream`,
  * `max_tokens` → `text_output`), a stand-in for a real LLM: it streams back a deterministic reply word by word,
  * stopping at `max_tokens` words (finish reason `length`), and reports token counts (one per word) for `usage`.
- * It stops as soon as the client goes away. Served over the OpenAI-compatible API with `openai: true`.
+ * It stops as soon as the client goes away, and counts the replies it stopped so in the metric
+ * `echo_chat_stopped_total`. Served over the OpenAI-compatible API with `openai: true`.
  */
 export function bindEchoChat(triton: Triton): void {
+  const stopped = new Counter({ name: 'echo_chat_stopped_total', help: 'Replies echo_chat stopped before their end because the client went away.', registers: [triton.metrics.registry] });
   const chat = sample(async function* (inputs: Record<string, Tensor>, request: Request) {
     const prompt = Buffer.from((inputs.text_input as Tensor<'BYTES'>).data[0] ?? []).toString('utf8');
     const maxTokens = inputs.max_tokens ? (inputs.max_tokens.data as Int32Array)[0]! : Infinity;
     const words = echoReply(prompt).split(' ');
     const count = Math.min(words.length, maxTokens);
     const promptTokens = prompt.split(/\s+/).filter(Boolean).length;
-    for (let i = 0; i < count; i++) {
-      if (WORD_DELAY_MS > 0) await sleep(WORD_DELAY_MS, request.signal);
-      if (request.signal.aborted) return;
-      const last = i === count - 1;
-      yield {
-        text_output: tensor('BYTES', [1], [last ? words[i]! : `${words[i]!} `]),
-        num_input_tokens: tensor('UINT32', [1], Uint32Array.of(promptTokens)),
-        num_output_tokens: tensor('UINT32', [1], Uint32Array.of(1)),
-        finish_reason: tensor('BYTES', [1], [last ? (count < words.length ? 'length' : 'stop') : '']),
-      };
+    let done = 0;
+    try {
+      for (; done < count; done++) {
+        if (WORD_DELAY_MS > 0) await sleep(WORD_DELAY_MS, request.signal);
+        if (request.signal.aborted) return;
+        const last = done === count - 1;
+        yield {
+          text_output: tensor('BYTES', [1], [last ? words[done]! : `${words[done]!} `]),
+          num_input_tokens: tensor('UINT32', [1], Uint32Array.of(promptTokens)),
+          num_output_tokens: tensor('UINT32', [1], Uint32Array.of(1)),
+          finish_reason: tensor('BYTES', [1], [last ? (count < words.length ? 'length' : 'stop') : '']),
+        };
+      }
+    } finally {
+      // Left before its last word: the client went away (the signal fired, or the generator was closed at a yield).
+      if (done < count) stopped.inc();
     }
   });
   triton.bind({

@@ -98,16 +98,21 @@ def test_embeddings_equal_the_kserve_endpoint(client, server, encoding_format):
     np.testing.assert_array_equal(got, expected)
 
 
-def canceled_count(server):
-    """nv_inference_request_failure{model="echo_chat",reason="CANCELED"} on the metrics port."""
+def metric(server, pattern):
+    """The value of the first metric line on the metrics port that matches `pattern` (0 when none does)."""
     text = urllib.request.urlopen(f"http://{server.metrics_url}/metrics").read().decode()
-    m = re.search(r'^nv_inference_request_failure\{[^}]*model="echo_chat"[^}]*reason="CANCELED"[^}]*\} (\d+)', text, re.M)
+    m = re.search(pattern + r" (\d+)", text, re.M)
     return int(m.group(1)) if m else 0
 
 
-def test_aborting_a_streaming_chat_cancels_it(client, server):
-    before = canceled_count(server)
-    # A reply of 400 words: about 8 s at echo_chat's pace, if nothing stopped it.
+CANCELED = r'^nv_inference_request_failure\{[^}]*model="echo_chat"[^}]*reason="CANCELED"[^}]*\}'
+# echo_chat counts the replies it stopped before their last word in this metric of the example's own.
+STOPPED = r"^echo_chat_stopped_total"
+
+
+def test_aborting_a_streaming_chat_stops_the_generator(client, server):
+    canceled, stopped = metric(server, CANCELED), metric(server, STOPPED)
+    # A reply of 400 words: about 8 s at echo_chat's pace, had nothing stopped it.
     long_message = [{"role": "user", "content": " ".join(f"w{i}" for i in range(400))}]
     stream = client.chat.completions.create(model="echo_chat", messages=long_message, stream=True)
     seen = 0
@@ -117,11 +122,13 @@ def test_aborting_a_streaming_chat_cancels_it(client, server):
         if seen == 3:
             break
     stream.close()
-    # Polled: the server learns of the closed connection a moment after the client closes it.
-    deadline = time.monotonic() + 10
-    while canceled_count(server) == before and time.monotonic() < deadline:
+    # Polled: the server learns of the closed connection a moment after the client closes it. A generator that
+    # ran to its last word would not count as stopped at all.
+    deadline = time.monotonic() + 30
+    while (metric(server, STOPPED) == stopped or metric(server, CANCELED) == canceled) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert canceled_count(server) == before + 1
+    assert metric(server, STOPPED) == stopped + 1
+    assert metric(server, CANCELED) == canceled + 1
 
 
 def test_errors_come_in_openai_shape_as_typed_errors(client, server):
