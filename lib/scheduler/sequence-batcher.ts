@@ -434,9 +434,10 @@ export class SequenceBatcher<T> implements RequestScheduler<T> {
     return Object.create(request, { inputs: { value: inputs, enumerable: true } }) as Request;
   }
 
-  /** A READY-false slot of a direct batch: zeros shaped as a real request's inputs. */
+  /** A READY-false slot of a direct batch: zeros shaped as a real request's inputs, and zero states. */
   private fillerRequest(like: Readonly<Record<string, Tensor>>): Request {
-    const inputs = fillerInputs(like);
+    // Every row carries the same inputs (as @batch needs); a filler's states are not counted: nothing keeps them.
+    const inputs = { ...fillerInputs(like), ...(this.states.empty ? {} : this.states.create()) };
     this.controls.add(inputs, { sequence: undefined });
     return { inputs, parameters: {}, requestedOutputs: [], id: '', signal: new AbortController().signal };
   }

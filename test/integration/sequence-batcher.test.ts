@@ -232,4 +232,53 @@ describe('sequence batcher', () => {
     while (batcher.liveSequences > 0) await new Promise((r) => setTimeout(r, 20));
     expect(batcher.stateBuffers).toEqual({ created: 5, released: 5 });
   });
+
+  it('answers 400 requests of random ids, flags and parameter types with 200 or 400, never loses count of its state, and keeps serving', async () => {
+    const triton = await start((t) =>
+      t.bind({
+        modelName: 'chaos',
+        inferFunc: (requests: Request[]) =>
+          requests.map((r) => {
+            const sum = (r.inputs.INPUT!.data as Int32Array)[0]! + (r.inputs.S!.data as Int32Array)[0]!;
+            return { OUTPUT: { shape: [1, 1], data: Int32Array.of(sum) }, S_OUT: { shape: [1, 1], data: Int32Array.of(sum) } };
+          }),
+        inputs: [{ name: 'INPUT', dtype: 'INT32', shape: [1] }],
+        outputs: [{ name: 'OUTPUT', dtype: 'INT32', shape: [1] }],
+        config: { maxBatchSize: 2, sequenceBatching: { direct: {}, maxSequenceIdleMicroseconds: 50_000, state: [{ inputName: 'S', outputName: 'S_OUT', dtype: 'INT32', dims: [1] }] } },
+      }),
+    );
+    // mulberry32: a small seeded generator, so that a failure replays.
+    let seed = 20251126;
+    const rand = (n: number) => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return (((t ^ (t >>> 14)) >>> 0) / 4294967296) * n | 0;
+    };
+    const ids: unknown[] = [1, 2, 3, 'a', 'b', 0, '', -1, 1.5, true, null, { x: 1 }, 18446744073709551615];
+    const flags: unknown[] = [true, false, undefined, 'yes', 1];
+    const statuses = new Set<number>();
+    for (let round = 0; round < 20; round++) {
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, () => {
+          const parameters: Record<string, unknown> = {};
+          const id = ids[rand(ids.length)];
+          if (rand(8) > 0) parameters.sequence_id = id;
+          const start = flags[rand(flags.length)];
+          const end = flags[rand(flags.length)];
+          if (start !== undefined) parameters.sequence_start = start;
+          if (end !== undefined) parameters.sequence_end = end;
+          return infer(triton, 'chaos', rand(100), parameters);
+        }),
+      );
+      for (const a of answers) statuses.add(a.status);
+    }
+    expect([...statuses].filter((s) => s !== 200 && s !== 400)).toEqual([]);
+    expect(statuses.has(200)).toBe(true);
+    const batcher = batcherOf(triton, 'chaos');
+    while (batcher.liveSequences > 0) await new Promise((r) => setTimeout(r, 20));
+    const { created, released } = batcher.stateBuffers;
+    expect(created).toBe(released);
+    expect(await runSequence(triton, 'after', [4, 5, 6], 'chaos')).toEqual([4, 9, 15]);
+  });
 });
