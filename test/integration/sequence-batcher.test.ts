@@ -255,7 +255,7 @@ describe('sequence batcher', () => {
       t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
       return (((t ^ (t >>> 14)) >>> 0) / 4294967296) * n | 0;
     };
-    const ids: unknown[] = [1, 2, 3, 'a', 'b', 0, '', -1, 1.5, true, null, { x: 1 }, 18446744073709551615];
+    const ids: unknown[] = [1, 2, 3, 'a', 'b', 0, '', -1, 1.5, true, null, { x: 1 }, 2 ** 64];
     const flags: unknown[] = [true, false, undefined, 'yes', 1];
     const statuses = new Set<number>();
     for (let round = 0; round < 20; round++) {
