@@ -1,5 +1,5 @@
 import OpenAI from 'openai';
-import { Triton, tensor, type Request, type Tensor } from '../../lib';
+import { Triton, tensor, withParameters, type Request, type Tensor } from '../../lib';
 import { sample } from '../../decorators';
 import { bindEchoChat } from '../../examples/chat/model';
 import { bindEmbedText } from '../../examples/response-cache/model';
@@ -33,6 +33,14 @@ describe('OpenAI-compatible API', () => {
       outputs: [{ name: 'text_output', dtype: 'BYTES', shape: [1] }],
       config: { batching: false },
       chatTemplate: (messages) => messages.map((m) => `${m.role.toUpperCase()}=${m.content}`).join('|'),
+    });
+    // Reports its token counts and finish reason as response parameters rather than outputs.
+    triton.bind({
+      modelName: 'counted',
+      inferFunc: sample(async () => withParameters({ text_output: tensor('BYTES', [1], ['two words']) }, { num_input_tokens: 4, num_output_tokens: 2, finish_reason: 'length' })),
+      inputs: [{ name: 'text_input', dtype: 'BYTES', shape: [1] }],
+      outputs: [{ name: 'text_output', dtype: 'BYTES', shape: [1] }],
+      config: { batching: false },
     });
     // Answers with what reached it: its inputs and the request parameters.
     triton.bind({
@@ -90,7 +98,7 @@ describe('OpenAI-compatible API', () => {
   it('models.list() lists the bound models', async () => {
     const ids: string[] = [];
     for await (const m of client.models.list()) ids.push(m.id);
-    expect(ids).toEqual(['echo_chat', 'embed_text', 'prompt_echo', 'sampler', 'ticker']);
+    expect(ids).toEqual(['counted', 'echo_chat', 'embed_text', 'prompt_echo', 'sampler', 'ticker']);
     expect((await client.models.retrieve('echo_chat')).owned_by).toBe('tstriton');
   });
 
@@ -127,6 +135,13 @@ describe('OpenAI-compatible API', () => {
     const reply = await client.chat.completions.create({ model: 'echo_chat', messages, max_completion_tokens: 2 });
     expect(reply.choices[0]!.message.content).toBe('You said:');
     expect(reply.choices[0]!.finish_reason).toBe('length');
+  });
+
+  it('takes usage and finish reason from response parameters too', async () => {
+    const reply = await client.chat.completions.create({ model: 'counted', messages });
+    expect(reply.choices[0]!.message.content).toBe('two words');
+    expect(reply.choices[0]!.finish_reason).toBe('length');
+    expect(reply.usage).toEqual({ prompt_tokens: 4, completion_tokens: 2, total_tokens: 6 });
   });
 
   it('applies the binding’s chat template function', async () => {

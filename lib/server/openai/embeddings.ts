@@ -31,7 +31,7 @@ export async function handleEmbeddings(core: ServerCore, model: Model, body: Bod
     if (request.dimensions !== undefined && request.dimensions !== vector.length) {
       throw invalidParam('dimensions', `Model '${model.name}' returns ${vector.length} dimensions, not ${request.dimensions}.`, 'unsupported_value');
     }
-    const tokens = reportedTokens(response.outputs.find((o) => o.name === PROMPT_TOKENS)?.tensor.data, (response as { parameters?: Record<string, unknown> }).parameters?.[PROMPT_TOKENS]);
+    const tokens = reportedTokens(response.outputs.find((o) => o.name === PROMPT_TOKENS)?.tensor.data, response.parameters?.[PROMPT_TOKENS]);
     if (tokens !== undefined) promptTokens = (promptTokens ?? 0) + tokens;
     // The float form is written as the KServe endpoints write FP32: the shortest text that reads back to the float.
     const embedding =

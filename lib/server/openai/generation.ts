@@ -98,7 +98,7 @@ export class UsageCounter {
 function pieceOf(response: InferenceResponse): GeneratedPiece {
   const byName = new Map<string, NamedTensor>(response.outputs.map((o) => [o.name, o]));
   // Response parameters, where the callable returned them with its outputs.
-  const parameters = (response as { readonly parameters?: Readonly<Record<string, unknown>> }).parameters ?? {};
+  const parameters = response.parameters ?? {};
   const finishReason = textOf(byName.get(FINISH_REASON)) ?? stringParam(parameters[FINISH_REASON]);
   const promptTokens = countOf(byName.get(PROMPT_TOKENS)) ?? numberParam(parameters[PROMPT_TOKENS]);
   const completionTokens = countOf(byName.get(COMPLETION_TOKENS)) ?? numberParam(parameters[COMPLETION_TOKENS]);
