@@ -1,0 +1,63 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+// `tstriton serve --openai` in a process of its own, run from the sources with the TypeScript hook, as
+// cli.test.ts runs it; found through the "serving" log line.
+jest.setTimeout(60_000);
+
+const ROOT = join(__dirname, '..', '..');
+const CLI = ['--require', join(ROOT, 'lib/instances/worker/register-ts.js'), join(ROOT, 'lib/cli/main.ts')];
+const MODULE = join(ROOT, 'test/fixtures/cli/text-model.ts');
+
+interface Server {
+  child: ChildProcess;
+  ports: Record<string, number>;
+  exited: Promise<number | null>;
+}
+
+function startServer(args: string[], env: NodeJS.ProcessEnv): Promise<Server> {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('TSTRITON_')));
+  const child = spawn(process.execPath, [...CLI, 'serve', ...args, '--http-address', '127.0.0.1', '--http-port', '0', '--allow-grpc', 'false', '--allow-metrics', 'false'], {
+    cwd: ROOT,
+    env: { ...clean, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let stderr = '';
+  child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
+  return new Promise((resolve, reject) => {
+    createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
+      const entry = JSON.parse(line) as { msg?: string; ports?: Record<string, number> };
+      if (entry.msg === 'serving') resolve({ child, ports: entry.ports ?? {}, exited });
+    });
+    void exited.then((code) => reject(new Error(`tstriton serve exited with ${code} before serving: ${stderr}`)));
+  });
+}
+
+describe('tstriton serve --openai', () => {
+  let server: Server;
+
+  beforeAll(async () => {
+    server = await startServer(['--module', MODULE, '--openai', '--openai-port', '0'], { TSTRITON_OPENAI_API_KEY: 'sk-cli' });
+  });
+
+  afterAll(async () => {
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+  });
+
+  it('serves the OpenAI API on the HTTP port and on its own, behind the key from TSTRITON_OPENAI_API_KEY', async () => {
+    expect(Object.keys(server.ports).sort()).toEqual(['http', 'openai']);
+    for (const port of [server.ports.http, server.ports.openai]) {
+      const url = `http://127.0.0.1:${port}/v1/chat/completions`;
+      const body = JSON.stringify({ model: 'shout', messages: [{ role: 'system', content: 'x' }, { role: 'user', content: 'hello' }] });
+      const refused = await fetch(url, { method: 'POST', body });
+      expect(refused.status).toBe(401);
+      const res = await fetch(url, { method: 'POST', body, headers: { Authorization: 'Bearer sk-cli' } });
+      expect(res.status).toBe(200);
+      const reply = (await res.json()) as { choices: { message: { content: string } }[] };
+      expect(reply.choices[0]!.message.content).toBe('HELLO');
+    }
+  });
+});
