@@ -149,6 +149,11 @@ describe('OpenAI-compatible API', () => {
     expect(reply.choices[0]!.message.content).toBe('<SYSTEM=You are a parrot.|USER=hello streaming world>');
     // The model reports no token counts: no usage.
     expect(reply.usage).toBeUndefined();
+    // A model that is not decoupled streams its one response as one chunk.
+    const stream = await client.chat.completions.create({ model: 'prompt_echo', messages, stream: true });
+    const contents: (string | null | undefined)[] = [];
+    for await (const chunk of stream) contents.push(chunk.choices[0]?.finish_reason ?? chunk.choices[0]?.delta.content);
+    expect(contents).toEqual(['', '<SYSTEM=You are a parrot.|USER=hello streaming world>', 'stop']);
   });
 
   it('sampling fields reach the model as its inputs of those names, or else as request parameters', async () => {
