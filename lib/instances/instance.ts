@@ -38,6 +38,12 @@ export interface Instance {
    * function. Instances whose health never changes after start may omit it.
    */
   onHealthChange?(listener: (event: HealthEvent) => void): () => void;
+  /**
+   * Present on instances that keep the implicit state of their sequences themselves (worker instances, in their
+   * thread): the sequence batcher then marks each request with its state's id (see sequence-state-mark.ts) and
+   * calls this when sequences end, to free their states.
+   */
+  releaseSequenceStates?(ids: readonly number[]): void;
 }
 
 /** True while `instance` takes work, or is coming back by itself to take it (see `Instance.recovering`). */

@@ -89,6 +89,11 @@ export class WorkerInstance implements Instance {
     return this.channel.execute(this.worker as Worker, requests);
   }
 
+  /** Frees the states of ended sequences in the worker; a worker that crashed took them with it. */
+  releaseSequenceStates(ids: readonly number[]): void {
+    if (ids.length > 0 && this.state === 'ready') this.worker?.postMessage({ type: 'sequence-state-free', ids } satisfies ToWorker);
+  }
+
   /** Runs a decoupled batch in the worker (see WorkerChannel.stream). */
   async *stream(requests: Request[]): AsyncIterable<StreamItem> {
     if (this.state !== 'ready') await this.whenReady();

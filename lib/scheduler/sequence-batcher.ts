@@ -2,6 +2,7 @@ import { TritonError, toTritonError } from '../errors';
 import type { Request, Response, SequenceInfo } from '../callable';
 import type { SequenceBatching } from '../config/sequence-batching';
 import type { Instance } from '../instances/instance';
+import { SEQUENCE_STATE, type SequenceStateMark } from '../instances/sequence-state-mark';
 import { BatchNotStarted } from '../instances/instance-errors';
 import { CANCELLATION, cancelledError, type Cancellable, type Cancellation } from '../cancellation';
 import type { Tensor } from '../tensor/tensor';
@@ -44,7 +45,9 @@ interface Sequence<T> {
   readonly queue: Queued<T>[];
   slot: Slot<T> | undefined;
   running: boolean;
+  /** Its state, kept here; or, when its instance keeps it (a worker), the id the instance keeps it under. */
   state: StateTensors | undefined;
+  stateId: number | undefined;
   idleTimer: NodeJS.Timeout | undefined;
   /** Set once its END request was queued: requests for its id start a new sequence. */
   ending: boolean;
@@ -87,6 +90,7 @@ export class SequenceBatcher<T> implements RequestScheduler<T> {
   private executing = 0;
   private statesCreated = 0;
   private statesReleased = 0;
+  private nextStateId = 1;
 
   constructor(
     private readonly instances: readonly Instance[],
@@ -179,7 +183,7 @@ export class SequenceBatcher<T> implements RequestScheduler<T> {
     // A START on a live id continues in that sequence's slot, as Triton does: the previous sequence ends early
     // and its state is replaced when the START runs.
     if (!seq) {
-      seq = { key, id: sequence.id, queue: [], slot: undefined, running: false, state: undefined, idleTimer: undefined, ending: false, released: false };
+      seq = { key, id: sequence.id, queue: [], slot: undefined, running: false, state: undefined, stateId: undefined, idleTimer: undefined, ending: false, released: false };
       this.sequences.set(key, seq);
       const slot = this.freeSlot();
       if (slot) this.assign(seq, slot);
@@ -281,7 +285,11 @@ export class SequenceBatcher<T> implements RequestScheduler<T> {
   }
 
   private dropState(seq: Sequence<T>): void {
-    if (seq.state) {
+    if (seq.stateId !== undefined) {
+      seq.slot?.instance.releaseSequenceStates?.([seq.stateId]);
+      seq.stateId = undefined;
+      this.statesReleased++;
+    } else if (seq.state) {
       seq.state = undefined;
       this.statesReleased++;
     }
@@ -379,6 +387,8 @@ export class SequenceBatcher<T> implements RequestScheduler<T> {
   }
 
   private run(instance: Instance, layout: (Slot<T> | undefined)[]): void {
+    // The sequences of this batch, fixed now: a slot may change hands before the batch ends.
+    const owners: (Sequence<T> | undefined)[] = [];
     const entries: (Queued<T> | undefined)[] = [];
     const requests: Request[] = [];
     let like: Readonly<Record<string, Tensor>> | undefined;
@@ -391,14 +401,17 @@ export class SequenceBatcher<T> implements RequestScheduler<T> {
         seq.running = true;
         like ??= entry.request.inputs;
       }
+      owners.push(seq && entry ? seq : undefined);
       entries.push(seq && entry ? entry : undefined);
     }
+    const keeps = instance.releaseSequenceStates !== undefined;
     for (let i = 0; i < entries.length; i++) {
       const entry = entries[i];
-      const seq = (layout[i] as Slot<T> | undefined)?.owner;
+      const seq = owners[i];
       if (entry && seq) {
-        if (entry.sequence.start || !seq.state) this.freshState(seq);
-        requests.push(this.slotRequest(entry.request, entry.sequence, seq.state));
+        const fresh = !this.states.empty && (entry.sequence.start || (seq.state === undefined && seq.stateId === undefined));
+        if (fresh) this.freshState(seq, keeps);
+        requests.push(this.slotRequest(entry.request, entry.sequence, seq, fresh, keeps));
       } else {
         requests.push(this.fillerRequest(like ?? {}));
       }
@@ -414,24 +427,35 @@ export class SequenceBatcher<T> implements RequestScheduler<T> {
       execution = Promise.reject(err);
     }
     execution.then(
-      (responses) => this.completed(instance, layout, entries, start, responses, undefined),
-      (err: unknown) => this.completed(instance, layout, entries, start, undefined, err ?? new Error('the instance failed without a reason')),
+      (responses) => this.completed(instance, owners, entries, start, responses, undefined, keeps),
+      (err: unknown) => this.completed(instance, owners, entries, start, undefined, err ?? new Error('the instance failed without a reason'), keeps),
     );
   }
 
-  private freshState(seq: Sequence<T>): void {
-    if (this.states.empty) return;
+  /** A new state for a sequence that starts; an instance that keeps states gets its initial values once. */
+  private freshState(seq: Sequence<T>, keptByInstance: boolean): void {
     this.dropState(seq);
     seq.state = this.states.create();
+    if (keptByInstance) seq.stateId = this.nextStateId++;
     this.statesCreated++;
   }
 
-  /** The request as the callable sees it: its inputs plus the controls and the sequence's state. */
-  private slotRequest(request: Request, sequence: SequenceInfo, state: StateTensors | undefined): Request {
+  /**
+   * The request as the callable sees it: its inputs plus the controls and the sequence's state. An instance that
+   * keeps states gets the state only when it starts, and a mark naming it (see sequence-state-mark.ts).
+   */
+  private slotRequest(request: Request, sequence: SequenceInfo, seq: Sequence<T>, fresh: boolean, keptByInstance: boolean): Request {
+    const state = keptByInstance && !fresh ? undefined : seq.state;
     const inputs: Record<string, Tensor> = { ...request.inputs, ...state };
     this.controls.add(inputs, { sequence });
     // The original stays the prototype: its cancellation, signal, id and calls to other models carry over.
-    return Object.create(request, { inputs: { value: inputs, enumerable: true } }) as Request;
+    const properties: PropertyDescriptorMap = { inputs: { value: inputs, enumerable: true } };
+    if (keptByInstance && seq.stateId !== undefined) {
+      properties[SEQUENCE_STATE] = { value: { id: seq.stateId, fresh } satisfies SequenceStateMark };
+      // The instance holds it from now on.
+      seq.state = undefined;
+    }
+    return Object.create(request, properties) as Request;
   }
 
   /** A READY-false slot of a direct batch: zeros shaped as a real request's inputs, and zero states. */
@@ -444,11 +468,12 @@ export class SequenceBatcher<T> implements RequestScheduler<T> {
 
   private completed(
     instance: Instance,
-    layout: (Slot<T> | undefined)[],
+    owners: (Sequence<T> | undefined)[],
     entries: (Queued<T> | undefined)[],
     start: number,
     responses: Response[] | undefined,
     err: unknown,
+    keptByInstance: boolean,
   ): void {
     this.busy.delete(instance);
     const real = entries.filter((e) => e !== undefined) as Queued<T>[];
@@ -456,9 +481,13 @@ export class SequenceBatcher<T> implements RequestScheduler<T> {
     if (err instanceof BatchNotStarted) {
       // Never ran: its requests go back to the front of their sequences.
       entries.forEach((entry, i) => {
-        const seq = layout[i]?.owner;
+        const seq = owners[i];
         if (!entry || !seq) return;
         seq.running = false;
+        if (seq.released) {
+          entry.reject(new TritonError('UNAVAILABLE', `sequence ${String(seq.id)} of model '${this.options.modelName}' was released before the request ran`));
+          return;
+        }
         seq.queue.unshift(entry);
         this.queued++;
         entry.cancellation.listen(entry.onAbort);
@@ -480,14 +509,14 @@ export class SequenceBatcher<T> implements RequestScheduler<T> {
     this.hooks.onExecution?.(record);
     entries.forEach((entry, i) => {
       if (!entry) return;
-      const seq = layout[i]?.owner;
+      const seq = owners[i];
       if (seq) seq.running = false;
       if (responses === undefined) {
         entry.reject(toTritonError(err, 'INFERENCE_FAILED'));
       } else {
         try {
           const response = responses[i] as Response;
-          const outputs = this.takeState(seq, response);
+          const outputs = keptByInstance ? response : this.takeState(seq, response);
           const value = this.finalize(entry.request, outputs);
           entry.resolve({ value, queueNs: ms2ns(start - entry.enqueuedAt), computeInputNs: 0, computeInferNs: record.computeInferNs, computeOutputNs: 0, batchRows: real.length });
         } catch (error) {

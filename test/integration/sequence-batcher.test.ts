@@ -2,6 +2,7 @@ import * as path from 'node:path';
 import { Triton, workers, type Request, type Tensor } from '../../lib';
 import { bindSequenceAccumulate } from '../../examples/sequence/model';
 import type { SequenceBatcher } from '../../lib/scheduler/sequence-batcher';
+import type { Instance } from '../../lib/instances/instance';
 
 const servers: Triton[] = [];
 
@@ -152,7 +153,7 @@ describe('sequence batcher', () => {
     expect(config).not.toHaveProperty('dynamic_batching');
   });
 
-  it('worker instances: the worker sees the sequence; a crash fails the sequences in its slots, and new ones work after the restart', async () => {
+  it('worker instances: the worker sees the sequence and keeps its state; a crash fails the sequences in its slots, and new ones work after the restart', async () => {
     const triton = await start((t) =>
       t.bind({
         modelName: 'wseq',
@@ -167,12 +168,27 @@ describe('sequence batcher', () => {
       }),
     );
     const out = (a: Answer, name: string) => a.body.outputs?.find((o) => o.name === name)?.data[0];
+    // What leaves the main thread for the worker: the state goes only with a START, then stays in the worker.
+    const instance = (triton as unknown as { repository: { get(n: string): { instances: Instance[] } } }).repository.get('wseq').instances[0]!;
+    const sent: string[][] = [];
+    const freed: number[] = [];
+    const execute = instance.execute.bind(instance);
+    instance.execute = (requests: Request[]) => {
+      sent.push(...requests.map((r) => Object.keys(r.inputs).sort()));
+      return execute(requests);
+    };
+    const release = instance.releaseSequenceStates!.bind(instance);
+    instance.releaseSequenceStates = (ids: readonly number[]) => {
+      freed.push(...ids);
+      release(ids);
+    };
     const a1 = await infer(triton, 'wseq', 2, { sequence_id: 1, sequence_start: true });
     const b1 = await infer(triton, 'wseq', 3, { sequence_id: 'b', sequence_start: true });
     expect([out(a1, 'OUTPUT'), out(a1, 'SEQ')]).toEqual([2, '1']);
     expect([out(b1, 'OUTPUT'), out(b1, 'SEQ')]).toEqual([3, 'b']);
     expect(out(await infer(triton, 'wseq', 4, { sequence_id: 'b' }), 'OUTPUT')).toBe(7);
     const firstThread = out(a1, 'THREAD');
+    expect(sent).toEqual([['INPUT', 'S'], ['INPUT', 'S'], ['INPUT']]);
 
     const crash = await infer(triton, 'wseq', 1, { sequence_id: 1, action: 'exit' });
     expect(crash.status).toBeGreaterThanOrEqual(400);
@@ -187,6 +203,8 @@ describe('sequence batcher', () => {
     expect(out(await infer(triton, 'wseq', 6, { sequence_id: 'b', sequence_end: true }), 'OUTPUT')).toBe(11);
     const batcher = batcherOf(triton, 'wseq');
     expect(batcher.liveSequences).toBe(0);
+    // The ended sequence's state was freed in the worker that held it.
+    expect(freed.length).toBeGreaterThan(0);
     const { created, released } = batcher.stateBuffers;
     expect(created).toBe(released);
   });
@@ -280,5 +298,26 @@ describe('sequence batcher', () => {
     const { created, released } = batcher.stateBuffers;
     expect(created).toBe(released);
     expect(await runSequence(triton, 'after', [4, 5, 6], 'chaos')).toEqual([4, 9, 15]);
+  });
+
+  it('worker instances, direct strategy: 12 concurrent sequences over two workers get their running sums', async () => {
+    const triton = await start((t) =>
+      t.bind({
+        modelName: 'wdirect',
+        inferFunc: workers({ module: path.join(__dirname, '../fixtures/workers/sequence-model.js'), devices: ['cpu', 'cpu'] }),
+        inputs: [{ name: 'INPUT', dtype: 'INT32', shape: [1] }],
+        outputs: [
+          { name: 'OUTPUT', dtype: 'INT32', shape: [1] },
+          { name: 'SEQ', dtype: 'BYTES', shape: [1] },
+          { name: 'THREAD', dtype: 'INT32', shape: [1] },
+        ],
+        config: { maxBatchSize: 4, sequenceBatching: { direct: {}, state: [{ inputName: 'S', outputName: 'S_OUT', dtype: 'INT32', dims: [1] }] } },
+      }),
+    );
+    const sequences = Array.from({ length: 12 }, (_, s) => Array.from({ length: 1 + ((s * 5) % 17) }, (_, i) => s * 3 + i));
+    const results = await Promise.all(sequences.map((values, s) => runSequence(triton, `w${s}`, values, 'wdirect')));
+    results.forEach((sums, s) => expect(sums).toEqual(runningSums(sequences[s] as number[])));
+    const batcher = batcherOf(triton, 'wdirect');
+    expect(batcher.stateBuffers).toEqual({ created: 12, released: 12 });
   });
 });

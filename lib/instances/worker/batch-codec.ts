@@ -3,6 +3,7 @@ import { parametersOf, RESPONSE_PARAMETERS, type ParameterValue, type Request, t
 import { Cancellation, cancellationOf } from '../../cancellation';
 import type { Tensor } from '../../tensor/tensor';
 import { MOVABLE_BUFFER } from '../../callable';
+import { SEQUENCE_STATE, sequenceStateOf, type SequenceStateMark } from '../sequence-state-mark';
 import { NEVER_ABORTED } from '../../callable-marks';
 import { decodeColumns, encodeColumns, TransferList } from './columns';
 import { deserializeError, serializeError } from './error-transfer';
@@ -32,6 +33,7 @@ export function encodeRequests(requests: readonly Request[], copyAll = false): E
   let parameters: Record<string, ParameterValue>[] | undefined;
   let ids: string[] | undefined;
   let sequences: (SequenceInfo | undefined)[] | undefined;
+  let stateMarks: (SequenceStateMark | undefined)[] | undefined;
   let outputsVary = false;
   const live: number[] = [];
   const aborted: { index: number; reason: ReturnType<typeof serializeError> }[] = [];
@@ -39,6 +41,7 @@ export function encodeRequests(requests: readonly Request[], copyAll = false): E
     if (parameters === undefined && hasKeys(r.parameters)) parameters = requests.map((q) => q.parameters);
     if (ids === undefined && r.id !== '') ids = requests.map((q) => q.id);
     if (sequences === undefined && r.sequence !== undefined) sequences = requests.map((q) => q.sequence);
+    if (stateMarks === undefined && sequenceStateOf(r) !== undefined) stateMarks = requests.map(sequenceStateOf);
     if (!outputsVary && first && !sameList(r.requestedOutputs, first.requestedOutputs)) outputsVary = true;
     // A request without a Cancellation (a warmup request) cannot be aborted.
     const c = cancellationOf(r);
@@ -53,6 +56,7 @@ export function encodeRequests(requests: readonly Request[], copyAll = false): E
     ...(parameters && { parameters }),
     ...(ids && { ids }),
     ...(sequences && { sequences }),
+    ...(stateMarks && { stateMarks }),
     ...(live.length > 0 && { live }),
     ...(aborted.length > 0 && { aborted }),
   };
@@ -95,17 +99,19 @@ export function decodeRequests(wire: WireBatch): { requests: Request[]; cancella
       cancellations[index] = c;
     }
   }
-  const requests = inputs.map(
-    (tensors, i) =>
-      new WorkerRequest(
-        tensors,
-        wire.parameters?.[i] ?? NO_PARAMETERS,
-        (wire.outputsVary ? wire.requestedOutputs[i] : wire.requestedOutputs) as readonly string[],
-        wire.ids?.[i] ?? '',
-        cancellations[i],
-        wire.sequences?.[i],
-      ),
-  );
+  const requests = inputs.map((tensors, i) => {
+    const request = new WorkerRequest(
+      tensors,
+      wire.parameters?.[i] ?? NO_PARAMETERS,
+      (wire.outputsVary ? wire.requestedOutputs[i] : wire.requestedOutputs) as readonly string[],
+      wire.ids?.[i] ?? '',
+      cancellations[i],
+      wire.sequences?.[i],
+    );
+    const mark = wire.stateMarks?.[i];
+    if (mark) (request as { [SEQUENCE_STATE]?: SequenceStateMark })[SEQUENCE_STATE] = mark;
+    return request;
+  });
   return { requests, cancellations };
 }
 

@@ -6,6 +6,7 @@ import type { ParameterValue, ResponseParameters, SequenceInfo } from '../../cal
 import type { InstanceContext } from '../instance';
 import type { MetricFamilySpec, MetricUpdate } from '../../custom-metrics';
 import type { WireError } from './error-transfer';
+import type { SequenceStateMark } from '../sequence-state-mark';
 import type { Column } from './columns';
 
 /** What a worker receives as `workerData`. */
@@ -29,6 +30,8 @@ export interface WireBatch {
   readonly ids?: readonly string[];
   /** Per request (a sequence model's); absent when no request belongs to a sequence. */
   readonly sequences?: readonly (SequenceInfo | undefined)[];
+  /** Per request, the sequence state the worker keeps for it (see sequence-state-mark.ts); absent when none has one. */
+  readonly stateMarks?: readonly (SequenceStateMark | undefined)[];
   /** Requests the main thread may still abort (an 'abort' message then names one). */
   readonly live?: readonly number[];
   /** Requests aborted before the batch was sent, with the reason. */
@@ -67,6 +70,8 @@ export type ToWorker =
   | { readonly type: 'abort'; readonly id: number; readonly index: number; readonly reason: WireError }
   | { readonly type: 'bls-result'; readonly call: number; readonly outputs: readonly Column[] }
   | { readonly type: 'bls-error'; readonly call: number; readonly error: WireError }
+  /** Sequences that ended: the worker frees their states. */
+  | { readonly type: 'sequence-state-free'; readonly ids: readonly number[] }
   | { readonly type: 'close' };
 
 /** Worker → main thread. */

@@ -12,6 +12,8 @@ import type { FromWorker, ToWorker } from './messages';
 export interface BatchRunner {
   /** Runs batch `id` after the ones before it; `stream` for a decoupled model's batch. */
   run(id: number, requests: Request[], stream: boolean): void;
+  /** Frees the states of sequences that ended (see sequence-state-store.ts). */
+  freeStates(ids: readonly number[]): void;
   close(): void;
 }
 
@@ -114,6 +116,9 @@ export class ParentChannel {
         break;
       case 'bls-error':
         this.calls.get(msg.call)?.reject(deserializeError(msg.error));
+        break;
+      case 'sequence-state-free':
+        this.runner?.freeStates(msg.ids);
         break;
       case 'close':
         this.runner?.close();

@@ -12,6 +12,8 @@ import { loadExport } from './load-export';
 import type { WorkerInit } from './messages';
 import { ParentChannel } from './parent-channel';
 import { WorkerMetrics } from './worker-metrics';
+import { SequenceStateStore } from './sequence-state-store';
+import { sequenceStateOf } from '../sequence-state-mark';
 import type { InstanceContext } from '../../instance-context';
 
 
@@ -31,9 +33,15 @@ async function main(port: MessagePort, init: WorkerInit): Promise<void> {
   /** Batches run one after another, in the order they came; this settles when the last one has. */
   let last: Promise<void> = Promise.resolve();
 
+  /** The implicit states of this worker's sequences, made when the first sequence request arrives. */
+  let states: SequenceStateStore | undefined;
+
   const runBatch = async (id: number, requests: Request[]): Promise<void> => {
     try {
+      const store = requests.some((r) => sequenceStateOf(r)) ? (states ??= new SequenceStateStore(context.modelConfig)) : undefined;
+      store?.before(requests);
       const responses = await loaded.callable(requests, context);
+      store?.after(requests, responses);
       channel.sendResult(id, responses);
     } catch (err) {
       channel.sendError(id, err);
@@ -76,6 +84,7 @@ async function main(port: MessagePort, init: WorkerInit): Promise<void> {
     run: (id, requests, stream) => {
       last = last.then(() => (stream ? runStream(id, requests) : runBatch(id, requests)));
     },
+    freeStates: (ids) => states?.free(ids),
     close: () => void close(),
   });
   channel.post({ type: 'ready' });
