@@ -1,6 +1,11 @@
 import * as fs from 'node:fs';
 import { TritonError, invalidArgument } from './errors';
 import type { Scheduled } from './scheduler/scheduler';
+import { OtelTracing, type RequestSpan, type TraceParent } from './tracing/otel-tracing';
+import { parseTraceConfig, type TraceConfig } from './tracing/trace-config';
+import { VERSION } from './version';
+
+export type { RequestSpan, TraceParent };
 
 /** Trace settings in Triton's wire form: every value a string, `trace_level` a list. */
 export interface TraceSettings {
@@ -12,8 +17,12 @@ export interface TraceSettings {
   trace_mode: string;
 }
 
+/** Trace modes: Triton's trace file, or OpenTelemetry spans exported over OTLP. */
+type Mode = 'triton' | 'opentelemetry';
+
 interface Settings {
   level: 'OFF' | 'TIMESTAMPS';
+  mode: Mode;
   rate: number;
   /** Traces still to take; -1 for no limit. */
   count: number;
@@ -34,20 +43,54 @@ interface TraceRecord {
 }
 
 /**
- * Triton's trace extension with timestamps (`trace_level` TIMESTAMPS) written to `traceFile` as Triton's
- * JSON array of traces: one request in every `trace_rate`, up to `trace_count`, with its REQUEST_START,
- * QUEUE_START, COMPUTE_START, COMPUTE_INPUT_END, COMPUTE_OUTPUT_START, COMPUTE_END and REQUEST_END times in
- * nanoseconds of a monotonic clock (since the process started). Settings are server-wide, and a model may override any of them.
+ * Triton's trace extension with timestamps (`trace_level` TIMESTAMPS), in one of two modes. `triton`: written to
+ * `traceFile` as Triton's JSON array of traces, with REQUEST_START, QUEUE_START, COMPUTE_START,
+ * COMPUTE_INPUT_END, COMPUTE_OUTPUT_START, COMPUTE_END and REQUEST_END in nanoseconds of a monotonic clock.
+ * `opentelemetry`: a span per request with the same timestamps as events, exported over OTLP/HTTP (see
+ * tracing/otel-tracing.ts). Either way one request in every `trace_rate`, up to `trace_count`; in
+ * `opentelemetry` mode a request that carries a trace context (`traceparent`) is always traced, as Triton does.
+ * Settings are server-wide, and a model may override any of them.
  */
 export class Tracer {
-  private readonly global: Settings = { level: 'OFF', rate: 1000, count: -1, logFrequency: 0 };
+  private readonly global: Settings = { level: 'OFF', mode: 'triton', rate: 1000, count: -1, logFrequency: 0 };
   private readonly overrides = new Map<string, Partial<Settings>>();
   /** Requests seen per model since its rate last sampled one. */
   private readonly seen = new Map<string, number>();
   private nextId = 1;
   private fd: number | undefined;
+  private readonly file: string | undefined;
+  private readonly config: TraceConfig;
+  private otel: OtelTracing | undefined;
 
-  constructor(private readonly file: string | undefined) {}
+  /** `traceConfig` is Triton's `--trace-config` entries joined with `;` (see tracing/trace-config.ts). */
+  constructor(file: string | undefined, traceConfig?: string) {
+    this.config = parseTraceConfig(traceConfig);
+    this.file = this.config.file ?? file;
+    try {
+      this.update(undefined, this.config.global);
+    } catch (err) {
+      throw new TritonError('INVALID_CONFIG', `traceConfig: ${(err as Error).message}`, { cause: err });
+    }
+  }
+
+  /**
+   * Starts an OpenTelemetry span for a request, when the settings in force for its model are `opentelemetry`
+   * mode and TIMESTAMPS and they sample it (or it carries a trace context); undefined otherwise. With tracing
+   * off everywhere this costs two checks.
+   */
+  start(model: string, version: string, requestId: string, rows: number, startMs: number, parent: TraceParent | undefined): RequestSpan | undefined {
+    if (this.global.level === 'OFF' && this.overrides.size === 0) return undefined;
+    const s = this.effective(model);
+    if (s.mode !== 'opentelemetry' || s.level === 'OFF') return undefined;
+    if (!parent && !this.sample(model, s)) return undefined;
+    this.otel ??= new OtelTracing(this.config.otel, VERSION);
+    return this.otel.startRequest(model, version, requestId, rows, startMs, parent);
+  }
+
+  /** Exports the spans still buffered (tests and benchmarks read the receiver after it). */
+  async flush(): Promise<void> {
+    await this.otel?.flush();
+  }
 
   /** The settings in force for `model` (or the server's), after applying `update` if given. */
   settings(model?: string, update?: Update): TraceSettings {
@@ -59,7 +102,7 @@ export class Tracer {
       trace_count: String(s.count),
       log_frequency: String(s.logFrequency),
       trace_file: this.file ?? '',
-      trace_mode: 'triton',
+      trace_mode: s.mode,
     };
   }
 
@@ -68,14 +111,7 @@ export class Tracer {
     // The common case (tracing off everywhere) costs two checks per request.
     if (this.global.level === 'OFF' && this.overrides.size === 0) return;
     const s = this.effective(model);
-    if (s.level === 'OFF' || s.count === 0 || this.file === undefined) return;
-    const n = (this.seen.get(model) ?? 0) + 1;
-    if (n < s.rate) {
-      this.seen.set(model, n);
-      return;
-    }
-    this.seen.set(model, 0);
-    this.takeOne(model);
+    if (s.level === 'OFF' || s.mode !== 'triton' || this.file === undefined || !this.sample(model, s)) return;
     // A monotonic clock, as Triton's: nanoseconds since the process started (exact in a double for ~100 days).
     const ns = (ms: number) => Math.round(ms * 1e6);
     const start = ns(startMs);
@@ -100,12 +136,29 @@ export class Tracer {
     });
   }
 
-  /** Ends the trace file's JSON array (the server stops). */
-  close(): void {
-    if (this.fd === undefined) return;
-    fs.writeSync(this.fd, '\n]\n');
-    fs.closeSync(this.fd);
-    this.fd = undefined;
+  /** Ends the trace file's JSON array and exports the spans still buffered (the server stops). */
+  async close(): Promise<void> {
+    if (this.fd !== undefined) {
+      fs.writeSync(this.fd, '\n]\n');
+      fs.closeSync(this.fd);
+      this.fd = undefined;
+    }
+    const otel = this.otel;
+    this.otel = undefined;
+    await otel?.shutdown();
+  }
+
+  /** One request in every `rate` of a model, while `count` lasts (which it counts down). */
+  private sample(model: string, s: Settings): boolean {
+    if (s.count === 0) return false;
+    const n = (this.seen.get(model) ?? 0) + 1;
+    if (n < s.rate) {
+      this.seen.set(model, n);
+      return false;
+    }
+    this.seen.set(model, 0);
+    this.takeOne(model);
+    return true;
   }
 
   private write(record: TraceRecord): void {
@@ -132,16 +185,10 @@ export class Tracer {
   private update(model: string | undefined, update: Update): void {
     const next: Partial<Settings> = {};
     const cleared: (keyof Settings)[] = [];
-    const field: Record<string, keyof Settings> = { trace_level: 'level', trace_rate: 'rate', trace_count: 'count', log_frequency: 'logFrequency' };
+    const field: Record<string, keyof Settings> = { trace_level: 'level', trace_mode: 'mode', trace_rate: 'rate', trace_count: 'count', log_frequency: 'logFrequency' };
     for (const [key, raw] of Object.entries(update)) {
       if (!(KEYS as readonly string[]).includes(key)) throw invalidArgument(`unknown trace setting '${key}'; known settings are ${KEYS.join(', ')}`);
       if (key === 'trace_file') throw new TritonError('UNSUPPORTED', 'trace file location can not be updated through network protocol');
-      if (key === 'trace_mode') {
-        if (raw !== null && raw !== 'triton' && !(Array.isArray(raw) && raw.length === 1 && raw[0] === 'triton')) {
-          throw new TritonError('UNSUPPORTED', `trace_mode '${String(raw)}' is not supported: traces are written in Triton's own format ('triton')`);
-        }
-        continue;
-      }
       const target = field[key] as keyof Settings;
       if (raw === null || (Array.isArray(raw) && raw.length === 0)) {
         if (!model) throw invalidArgument(`${key} cannot be cleared for the server, only for a model`);
@@ -154,15 +201,23 @@ export class Tracer {
         if (unsupported === 'TENSORS') throw new TritonError('UNSUPPORTED', 'trace_level TENSORS is not supported: traces carry timestamps only');
         if (unsupported !== undefined) throw invalidArgument(`trace_level must be OFF or TIMESTAMPS, got ${unsupported}`);
         next.level = levels.includes('TIMESTAMPS') ? 'TIMESTAMPS' : 'OFF';
-        if (next.level === 'TIMESTAMPS' && this.file === undefined) {
-          throw invalidArgument('trace_level TIMESTAMPS needs a trace file: start the server with traceFile (TSTRITON_TRACE_FILE)');
-        }
+        continue;
+      }
+      if (key === 'trace_mode') {
+        const mode = String(Array.isArray(raw) ? raw[0] : raw);
+        if (mode !== 'triton' && mode !== 'opentelemetry') throw invalidArgument(`trace_mode must be triton or opentelemetry, got ${JSON.stringify(raw)}`);
+        next.mode = mode;
         continue;
       }
       const value = Number(Array.isArray(raw) ? raw[0] : raw);
       const min = key === 'trace_count' ? -1 : key === 'trace_rate' ? 1 : 0;
       if (!Number.isSafeInteger(value) || value < min) throw invalidArgument(`${key} must be an integer >= ${min}, got ${JSON.stringify(raw)}`);
       (next as Record<string, number>)[target] = value;
+    }
+    // Checked on the settings as they would be: a mode and a level may come in either order, or apart.
+    const after = { ...this.effective(model), ...next };
+    if (after.level === 'TIMESTAMPS' && after.mode === 'triton' && this.file === undefined && (next.level !== undefined || next.mode !== undefined)) {
+      throw invalidArgument('trace_level TIMESTAMPS needs a trace file: start the server with traceFile (TSTRITON_TRACE_FILE), or use trace_mode opentelemetry');
     }
     if (model) {
       const own = { ...this.overrides.get(model), ...next };

@@ -92,7 +92,7 @@ export class Triton implements ServerCore, AsyncDisposable {
     this.logger = createLogger(this.config.logLevel);
     this.responseCache = this.config.responseCacheByteSize > 0 ? new ResponseCache(this.config.responseCacheByteSize) : undefined;
     this.sharedMemory = new SharedMemoryManager(this.config.allowSharedMemory);
-    this.tracer = new Tracer(this.config.traceFile);
+    this.tracer = new Tracer(this.config.traceFile, this.config.traceConfig);
     this.metrics = new Metrics(this.repository, this.responseCache, this.config);
     this.building = {
       repository: this.repository,
@@ -381,7 +381,7 @@ export class Triton implements ServerCore, AsyncDisposable {
     await Promise.allSettled(this.repository.all().flatMap((m) => m.instances.map((i) => i.close())));
     this.bls.close();
     this.sharedMemory.closeAll();
-    this.tracer.close();
+    await this.tracer.close();
     this.state = 'stopped';
     this.logger.info({ exitCode: this.exitCode }, 'stopped');
     this.resolveStopped(this.exitCode);

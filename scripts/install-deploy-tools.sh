@@ -43,3 +43,17 @@ python3 -c 'import kubernetes_validate, jsonschema, yaml' >/dev/null 2>&1 ||
 # haproxy: the balancer the scale-out test starts itself (its own process and config on free ports; a system
 # service the package may start is not used).
 apt_install haproxy
+
+# --- OpenTelemetry Collector (test/interop/test_otel.py) ---
+# otelcol-tstriton: the collector's OTLP receiver and the contrib file exporter, built with the collector builder
+# (ocb) from test/interop/otelcol/builder.yaml. The builder's own `go mod tidy` stops at a test-only module of the
+# file exporter that the module proxy does not serve, after it has written the sources and go.mod; they are tidied
+# with -e (which skips it) and built here.
+go_install builder go.opentelemetry.io/collector/cmd/builder@v0.165.0
+if ! command -v otelcol-tstriton >/dev/null 2>&1; then
+  OTELCOL_SRC=$(mktemp -d)
+  sed "s#output_path: .*#output_path: $OTELCOL_SRC#" "$(dirname "$0")/../test/interop/otelcol/builder.yaml" >"$OTELCOL_SRC.yaml"
+  builder --config "$OTELCOL_SRC.yaml" --skip-compilation || [ -f "$OTELCOL_SRC/go.mod" ]
+  (cd "$OTELCOL_SRC" && go mod tidy -e && go build -trimpath -o "$BIN/otelcol-tstriton" .)
+  rm -rf "$OTELCOL_SRC" "$OTELCOL_SRC.yaml"
+fi

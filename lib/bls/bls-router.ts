@@ -5,6 +5,7 @@ import type { InferenceRequest, InferenceResponse } from '../model/inference';
 import { refuseDecoupled, type BlsHandler, type Model } from '../model/model';
 import type { ModelRepository } from '../model/model-repository';
 import type { Tensor } from '../tensor/tensor';
+import type { TraceParent } from '../trace';
 import { RemoteModels } from './remote-models';
 
 /**
@@ -21,10 +22,11 @@ export class BlsRouter {
     private readonly infer: (request: InferenceRequest, model: Model) => Promise<InferenceResponse>,
   ) {}
 
-  readonly handle: BlsHandler = (call, chain, caller) => {
+  /** `trace` is the caller's span when it is traced: the callee's span (here or on the remote server) becomes its child. */
+  readonly handle: BlsHandler = (call, chain, caller, trace) => {
     const callerName = chain[chain.length - 1] ?? '';
-    if (call.url) return this.remote.infer(call, call.signal ? AbortSignal.any([call.signal, caller.signal]) : caller.signal, callerName);
-    return this.local(call, chain, caller, callerName);
+    if (call.url) return this.remote.infer(call, call.signal ? AbortSignal.any([call.signal, caller.signal]) : caller.signal, callerName, trace);
+    return this.local(call, chain, caller, callerName, trace);
   };
 
   /** Clients of remote models are closed. */
@@ -32,7 +34,7 @@ export class BlsRouter {
     this.remote.close();
   }
 
-  private async local(call: InferCall, chain: readonly string[], caller: Cancellation, callerName: string): Promise<Record<string, Tensor>> {
+  private async local(call: InferCall, chain: readonly string[], caller: Cancellation, callerName: string, trace: TraceParent | undefined): Promise<Record<string, Tensor>> {
     const model = this.repository.get(call.modelName, call.modelVersion);
     refuseDecoupled(model, `model '${callerName}' calling '${model.name}': request.infer()`);
     // The simple deadlock: every execution slot of the callee is held by a caller up this very chain.
@@ -60,6 +62,7 @@ export class BlsRouter {
           parameters: call.parameters ?? {},
           cancellation,
           chain,
+          ...(trace && { traceParent: trace }),
         },
         model,
       );

@@ -31,6 +31,11 @@ export interface InferenceRequest {
   readonly cancellation: Cancellation;
   /** Absolute deadline (ms since the epoch), e.g. from a gRPC deadline; the request fails once it passes. */
   readonly deadline?: number;
+  /**
+   * The W3C trace context the request carries (`traceparent`/`tracestate` from HTTP headers or gRPC metadata, or
+   * the span of the model that made it); with OpenTelemetry tracing its span is a child of it.
+   */
+  readonly traceParent?: { readonly traceparent: string; readonly tracestate?: string };
   /** Models on the call path when this request comes from a model (BLS or ensemble step), outermost first. */
   readonly chain?: readonly string[];
   /**

@@ -20,7 +20,7 @@ import { InFlight } from '../in-flight';
 import { RequestJob, ScheduledRequest } from './request-job';
 import { RequestValidator } from './request-validation';
 import { ResponseValidator } from './response-validation';
-import type { Tracer } from '../trace';
+import type { TraceParent, Tracer } from '../trace';
 
 /** Model states, as the repository index reports them. */
 export type ModelState = 'LOADING' | 'READY' | 'UNLOADING' | 'UNAVAILABLE';
@@ -60,7 +60,7 @@ export interface ModelInit {
 export type LatencyObserverFactory = (model: string, version: string, options: { cached: boolean; decoupled: boolean }) => LatencyObserver;
 
 /** Runs a call a model makes to another model; `chain` is the call path ending with the caller. */
-export type BlsHandler = (call: InferCall, chain: readonly string[], caller: Cancellation) => Promise<Record<string, Tensor>>;
+export type BlsHandler = (call: InferCall, chain: readonly string[], caller: Cancellation, trace?: TraceParent) => Promise<Record<string, Tensor>>;
 
 
 /**
@@ -248,6 +248,7 @@ export class Model {
     const lookupNs = nsSince(lookupStart);
     if (hit) {
       this.statistics.recordCacheHit(job.elapsedNs(), lookupNs);
+      job.span?.succeeded({ startMs: job.start, queueNs: 0, computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0, batchRows: 0 });
       job.release();
       return Promise.resolve({ id: req.id, modelName: this.name, modelVersion: this.version, outputs: hit });
     }
@@ -272,6 +273,7 @@ export class Model {
     }
     this.statistics.recordSuccess(job.elapsedNs(), scheduled);
     this.tracer?.record(this.name, this.version, req.id, job.start, scheduled);
+    job.span?.succeeded({ startMs: job.start, ...scheduled });
     job.release();
     const { parameters } = scheduled.value;
     return { id: req.id, modelName: this.name, modelVersion: this.version, outputs: scheduled.value, ...(parameters && { parameters }) };
@@ -279,7 +281,9 @@ export class Model {
 
   private failed(job: RequestJob, err: unknown): never {
     const error = job.error(err);
-    this.statistics.recordFailure(job.elapsedNs(), failureReason(error));
+    const reason = failureReason(error);
+    this.statistics.recordFailure(job.elapsedNs(), reason);
+    job.span?.failed(error, reason);
     job.release();
     throw error;
   }
@@ -314,16 +318,20 @@ export class Model {
         }
         finished = true;
         statistics.recordSuccess(job.elapsedNs(), { value: undefined, queueNs: 0, computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0, batchRows: job.rows });
+        job.span?.succeeded({ startMs: job.start, queueNs: 0, computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0, batchRows: 0 });
       } catch (err) {
         finished = true;
         const error = job.error(err);
-        statistics.recordFailure(job.elapsedNs(), failureReason(error));
+        const reason = failureReason(error);
+        statistics.recordFailure(job.elapsedNs(), reason);
+        job.span?.failed(error, reason);
         throw error;
       } finally {
         if (!finished) {
           // The reader went away: cancel the request so its producer stops.
           job.cancel();
           statistics.recordFailure(job.elapsedNs(), 'CANCELED');
+          job.span?.failed(new TritonError('CANCELLED', 'the reader went away'), 'CANCELED');
         }
         stream.stopReading();
         job.release();
@@ -347,9 +355,15 @@ export class Model {
     this.created++;
     const request = new ScheduledRequest(inputs, req.parameters, requestedOutputs, req.id, cancellation, req.movableBuffer);
     if (req.sequence) request.sequence = req.sequence;
+    const job = new RequestJob(this, req, request, rows, batchKey, cancellation);
+    const span = this.tracer?.start(this.name, this.version, req.id, rows, job.start, req.traceParent);
     const bls = this.bls;
-    if (bls) request.infer = (call) => bls(call, [...(req.chain ?? []), this.name], cancellation);
-    return new RequestJob(this, req, request, rows, batchKey, cancellation);
+    if (span) {
+      job.span = span;
+      // Ensemble steps and BLS calls become child spans (a remote server's too, through its traceparent).
+      if (bls) request.infer = (call) => bls(call, [...(req.chain ?? []), this.name], cancellation, span.traceParent);
+    } else if (bls) request.infer = (call) => bls(call, [...(req.chain ?? []), this.name], cancellation);
+    return job;
   }
 
   /** @internal Called once by each request's job when it ends. */

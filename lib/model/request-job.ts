@@ -3,6 +3,7 @@ import { CANCELLATION, cancelledError, type Cancellation } from '../cancellation
 import { TritonError } from '../errors';
 import { MAX_TIMER_MS } from '../scheduler/priority-queue';
 import type { EnqueueOptions } from '../scheduler/scheduler';
+import type { RequestSpan } from '../trace';
 import type { InferenceRequest } from './inference';
 
 /** What a job tells when it ends: the model counts the requests it holds. */
@@ -46,6 +47,8 @@ export class RequestJob implements EnqueueOptions {
   readonly timeoutMicroseconds: number | undefined;
   /** When the request arrived (performance.now()). */
   readonly start = performance.now();
+  /** The request's OpenTelemetry span, when it is traced. */
+  span: RequestSpan | undefined;
   private timer: NodeJS.Timeout | undefined;
   private deadline: Promise<never> | undefined;
   private released = false;

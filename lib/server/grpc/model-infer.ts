@@ -1,6 +1,7 @@
 import type { handleUnaryCall } from '@grpc/grpc-js';
 import { Cancellation } from '../../cancellation';
 import { forwardHeaders } from '../forward-headers';
+import { withTraceContext } from '../trace-context';
 import { TritonError } from '../../errors';
 import type { InferenceResponse } from '../../model/inference';
 import type { TrackedCall } from './call-tracker';
@@ -52,7 +53,7 @@ export function modelInfer(ctx: GrpcContext): handleUnaryCall<Buffer, ModelInfer
       const request = decodeGrpcInfer(msg, model, abort, callDeadline(call), ctx.core.sharedMemory);
       outputHandling = grpcOutputHandling(msg, model, ctx.core.sharedMemory);
       forwardHeaders(request.parameters as Record<string, unknown>, Object.entries(call.metadata.getMap()), ctx.forwardHeader);
-      pending = ctx.core.infer(request, model);
+      pending = ctx.core.infer(withTraceContext(request, call.metadata.get('traceparent'), call.metadata.get('tracestate')), model);
     } catch (err) {
       return settle(err);
     }

@@ -1,6 +1,7 @@
 import type { handleBidiStreamingCall } from '@grpc/grpc-js';
 import { Cancellation } from '../../cancellation';
 import { forwardHeaders } from '../forward-headers';
+import { withTraceContext } from '../trace-context';
 import { TritonError, toTritonError } from '../../errors';
 import type { InferenceResponse } from '../../model/inference';
 import type { TrackedCall } from './call-tracker';
@@ -120,7 +121,8 @@ async function answer(
   try {
     const model = inferModel(ctx.core, msg.model_name, msg.model_version);
     const shm = ctx.core.sharedMemory;
-    const request = decodeGrpcInfer(msg, model, cancellation, undefined, shm);
+    const decoded = decodeGrpcInfer(msg, model, cancellation, undefined, shm);
+    const request = withTraceContext(decoded, metadata.traceparent, metadata.tracestate);
     const outputHandling = grpcOutputHandling(msg, model, shm);
     forwardHeaders(request.parameters as Record<string, unknown>, Object.entries(metadata), ctx.forwardHeader);
     if (!model.config.decoupled) {

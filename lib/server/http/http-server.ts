@@ -11,6 +11,7 @@ import { compress, negotiateEncoding, ownMemory, readBody, readJsonObject } from
 import { handleSharedMemory, SHARED_MEMORY_ROUTE } from './shared-memory-routes';
 import { handleRepository, REPOSITORY_ROUTE } from './repository-routes';
 import { forwardHeaders, headerMatcher } from '../forward-headers';
+import { withTraceContext } from '../trace-context';
 import { handleGenerate } from './generate';
 import { decodeHttpInfer, encodeHttpInfer, type EncodedHttpInfer } from './infer-codec';
 import { inferModel } from '../infer-request';
@@ -163,7 +164,7 @@ export class HttpServer {
       }
       const decoded = decodeHttpInfer(body, headerLength, model, this.core.config.jsonMaxDepth, cancellation, ownMemory(body), this.core.sharedMemory);
       if (this.forward) forwardHeaders(decoded.request.parameters as Record<string, unknown>, Object.entries(req.headers), this.forward);
-      const response = await this.core.infer(decoded.request, model);
+      const response = await this.core.infer(withTraceContext(decoded.request, req.headers.traceparent, req.headers.tracestate), model);
       const { json, blobs } = encodeHttpInfer(response, decoded);
       const encoding = negotiateEncoding(req.headers['accept-encoding'] as string | undefined);
       if (encoding) await writeCompressed(res, encoding, json, blobs);
