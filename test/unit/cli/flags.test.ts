@@ -70,7 +70,7 @@ describe('parseArgs', () => {
 });
 
 describe('the flag table', () => {
-  const fields = Object.keys(new TritonConfig()).concat('httpHeaderForwardPattern', 'grpcHeaderForwardPattern', 'traceFile', 'httpRestrictedApi', 'grpcRestrictedProtocol', 'grpcServerCert', 'grpcServerKey', 'grpcRootCert', 'httpServerCert', 'httpServerKey', 'httpRootCert', 'serverVersion');
+  const fields = Object.keys(new TritonConfig()).concat('httpHeaderForwardPattern', 'grpcHeaderForwardPattern', 'traceFile', 'httpRestrictedApi', 'grpcRestrictedProtocol', 'grpcServerCert', 'grpcServerKey', 'grpcRootCert', 'httpServerCert', 'httpServerKey', 'httpRootCert', 'serverVersion', 'traceConfig', 'metricsConfig');
 
   it('has a flag for every TritonConfig field', () => {
     const mapped = new Set(FLAGS.map((f) => f.field).filter((f) => f !== undefined));
