@@ -63,3 +63,31 @@ def test_grpc_stream_ragged_requests(server):
     assert config.batch_input[0].kind == 1  # BATCH_ACCUMULATED_ELEMENT_COUNT
     assert list(config.batch_input[0].target_name) == ["INDEX"]
     client.close()
+
+
+def test_golden_ragged_config_parses_with_tritons_protobuf():
+    from pathlib import Path
+
+    from google.protobuf import json_format, text_format
+    from tritonclient.grpc import model_config_pb2
+
+    golden = Path(__file__).resolve().parents[1] / "unit" / "config" / "golden"
+    from_text = text_format.Parse((golden / "ragged.pbtxt").read_text(), model_config_pb2.ModelConfig())
+    from_json = json_format.Parse((golden / "ragged.json").read_text(), model_config_pb2.ModelConfig())
+    assert from_text == from_json
+    assert from_text.input[0].allow_ragged_batch
+    assert [b.kind for b in from_text.batch_input] == [model_config_pb2.BatchInput.BATCH_ELEMENT_COUNT,
+                                                       model_config_pb2.BatchInput.BATCH_ITEM_SHAPE_FLATTEN]
+    assert from_text.batch_input[1].data_type == model_config_pb2.TYPE_INT64
+    assert from_text.batch_output[0].kind == model_config_pb2.BatchOutput.BATCH_SCATTER_WITH_INPUT_SHAPE
+    assert list(from_text.batch_output[0].target_name) == ["OUTPUT"]
+
+
+def test_live_ragged_config_is_a_valid_model_config(server):
+    from google.protobuf import json_format
+    from tritonclient.grpc import model_config_pb2
+
+    config = httpclient.InferenceServerClient(server.http_url).get_model_config(MODEL)
+    parsed = json_format.ParseDict(config, model_config_pb2.ModelConfig())
+    assert parsed.input[0].allow_ragged_batch
+    assert parsed.batch_input[0].source_input == ["INPUT"]

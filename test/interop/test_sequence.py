@@ -176,3 +176,36 @@ def test_config_reports_sequence_batching(server):
     grpc_config = grpcclient.InferenceServerClient(server.grpc_url).get_model_config(MODEL).config
     assert grpc_config.sequence_batching.oldest.max_candidate_sequences == 8
     assert grpc_config.sequence_batching.state[0].data_type == 8  # TYPE_INT32
+
+
+def test_golden_sequence_config_parses_with_tritons_protobuf():
+    """The generated config.pbtxt and JSON of a sequence model are the same ModelConfig to Triton's protobuf."""
+    from pathlib import Path
+
+    from google.protobuf import json_format, text_format
+    from tritonclient.grpc import model_config_pb2
+
+    golden = Path(__file__).resolve().parents[1] / "unit" / "config" / "golden"
+    from_text = text_format.Parse((golden / "sequence.pbtxt").read_text(), model_config_pb2.ModelConfig())
+    from_json = json_format.Parse((golden / "sequence.json").read_text(), model_config_pb2.ModelConfig())
+    assert from_text == from_json
+    batching = from_text.sequence_batching
+    assert batching.WhichOneof("strategy_choice") == "direct"
+    kinds = [c.control[0].kind for c in batching.control_input]
+    assert kinds == [model_config_pb2.ModelSequenceBatching.Control.CONTROL_SEQUENCE_START,
+                     model_config_pb2.ModelSequenceBatching.Control.CONTROL_SEQUENCE_END,
+                     model_config_pb2.ModelSequenceBatching.Control.CONTROL_SEQUENCE_READY,
+                     model_config_pb2.ModelSequenceBatching.Control.CONTROL_SEQUENCE_CORRID]
+    assert list(batching.control_input[1].control[0].bool_false_true) == [False, True]
+    assert batching.control_input[3].control[0].data_type == model_config_pb2.TYPE_UINT64
+    assert batching.state[0].initial_state[0].data_file == "init.bin"
+
+
+def test_live_sequence_config_is_a_valid_model_config(server):
+    from google.protobuf import json_format
+    from tritonclient.grpc import model_config_pb2
+
+    config = httpclient.InferenceServerClient(server.http_url).get_model_config(MODEL)
+    parsed = json_format.ParseDict(config, model_config_pb2.ModelConfig())
+    assert parsed.WhichOneof("scheduling_choice") == "sequence_batching"
+    assert parsed.sequence_batching.oldest.preferred_batch_size == [8]

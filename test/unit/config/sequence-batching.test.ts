@@ -1,3 +1,5 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { ModelConfig, buildModelConfigJson, nameSpecs, toPbtxt } from '../../../lib/config';
 import { TritonError } from '../../../lib/errors';
 
@@ -91,5 +93,57 @@ describe('sequence_batching in the generated config', () => {
     expect(error).toBeInstanceOf(TritonError);
     expect((error as TritonError).code).toBe('INVALID_CONFIG');
     expect((error as TritonError).message).toMatch(message);
+  });
+});
+
+describe('golden configs of a sequence model and a ragged model (parsed with Triton protobuf by test/interop)', () => {
+  const golden = (name: string) => fs.readFileSync(path.join(__dirname, 'golden', name), 'utf8');
+
+  it('sequence: direct strategy with every control form and a state from a data file', () => {
+    const json = configOf(
+      new ModelConfig({
+        maxBatchSize: 4,
+        sequenceBatching: {
+          direct: { maxQueueDelayMicroseconds: 100, minimumSlotUtilization: 0.5 },
+          maxSequenceIdleMicroseconds: 3_000_000,
+          controlInput: [
+            { name: 'START', control: [{ kind: 'CONTROL_SEQUENCE_START', fp32FalseTrue: [0, 1] }] },
+            { name: 'END', control: [{ kind: 'CONTROL_SEQUENCE_END', boolFalseTrue: [false, true] }] },
+            { name: 'READY', control: [{ kind: 'CONTROL_SEQUENCE_READY', int32FalseTrue: [0, 1] }] },
+            { name: 'CORRID', control: [{ kind: 'CONTROL_SEQUENCE_CORRID', dataType: 'UINT64' }] },
+          ],
+          state: [{ inputName: 'INPUT_STATE', outputName: 'OUTPUT_STATE', dtype: 'FP32', dims: [2, 3], initialState: [{ name: 'init', dtype: 'FP32', dims: [2, 3], dataFile: 'init.bin' }] }],
+        },
+      }),
+    );
+    expect(JSON.stringify(json, null, 2) + '\n').toBe(golden('sequence.json'));
+    expect(toPbtxt(json)).toBe(golden('sequence.pbtxt'));
+  });
+
+  it('ragged: allow_ragged_batch, batch_input and batch_output', () => {
+    const json = buildModelConfigJson({
+      name: 'ragged',
+      platform: '',
+      backend: 'tstriton',
+      inputs: nameSpecs([{ name: 'INPUT', dtype: 'FP32', shape: [-1], allowRaggedBatch: true }], 'INPUT'),
+      outputs: nameSpecs([{ name: 'OUTPUT', dtype: 'FP32', shape: [-1] }], 'OUTPUT'),
+      config: new ModelConfig({
+        maxBatchSize: 16,
+        batchInput: [
+          { kind: 'BATCH_ELEMENT_COUNT', targetName: 'COUNT', dtype: 'INT32', sourceInput: 'INPUT' },
+          { kind: 'BATCH_ITEM_SHAPE_FLATTEN', targetName: 'SHAPES', dtype: 'INT64', sourceInput: 'INPUT' },
+        ],
+        batchOutput: [{ kind: 'BATCH_SCATTER_WITH_INPUT_SHAPE', targetName: ['OUTPUT'], sourceInput: 'INPUT' }],
+      }),
+      instanceGroups: [{ kind: 'KIND_CPU', count: 1, gpus: [] }],
+    });
+    expect(JSON.stringify(json, null, 2) + '\n').toBe(golden('ragged.json'));
+    expect(toPbtxt(json)).toBe(golden('ragged.pbtxt'));
+  });
+
+  it('refuses a batch input whose source is not an input, at bind', () => {
+    expect(() =>
+      configOf(new ModelConfig({ batchInput: [{ kind: 'BATCH_ELEMENT_COUNT', targetName: 'N', dtype: 'INT32', sourceInput: 'NOPE' }] })),
+    ).toThrow("invalid ModelConfig: BATCH_ELEMENT_COUNT names source input 'NOPE', which model 'seq' does not have");
   });
 });
