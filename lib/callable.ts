@@ -25,8 +25,9 @@ export interface Request {
    */
   readonly infer?: (call: InferCall) => Promise<Record<string, Tensor>>;
   /**
-   * The sequence this request belongs to, on a model with a sequence batcher (`sequenceBatching`): its
-   * correlation id and whether it starts or ends the sequence. Absent on other models.
+   * The sequence this request belongs to: its correlation id and whether it starts or ends the sequence. Always
+   * present on a model with a sequence batcher (`sequenceBatching`); on other models, when the client sent
+   * `sequence_id`, `sequence_start` or `sequence_end` (as Triton hands any backend the correlation id).
    */
   readonly sequence?: SequenceInfo;
 }
@@ -52,6 +53,8 @@ export interface InferCall {
   readonly signal?: AbortSignal;
   /** `http://host:port` or `grpc://host:port` of another tstriton or Triton server; this server when absent. */
   readonly url?: string;
+  /** The sequence the call belongs to, for a callee with a sequence batcher (bound models on this server). */
+  readonly sequence?: SequenceInfo;
 }
 
 /**

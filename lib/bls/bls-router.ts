@@ -60,6 +60,7 @@ export class BlsRouter {
           inputs: Object.entries(call.inputs).map(([name, tensor]) => ({ name, tensor })),
           requestedOutputs: call.requestedOutputs,
           parameters: call.parameters ?? {},
+          ...(call.sequence && { sequence: call.sequence }),
           cancellation,
           chain,
           ...(trace && { traceParent: trace }),

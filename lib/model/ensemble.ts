@@ -175,6 +175,8 @@ export class EnsembleInstance implements Instance {
           inputs,
           requestedOutputs: Object.keys(step.outputMap),
           parameters: request.parameters,
+          // As Triton: the ensemble's correlation id and flags reach every step.
+          ...(request.sequence && { sequence: request.sequence }),
         }).then(
           (outputs) => {
             for (const [key, t] of Object.entries(step.outputMap)) if (outputs[key]) tensors.set(t, outputs[key]);

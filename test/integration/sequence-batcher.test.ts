@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import { Triton, workers, type Request, type Tensor } from '../../lib';
+import { Triton, ensemble, workers, type Request, type Tensor } from '../../lib';
 import { bindSequenceAccumulate } from '../../examples/sequence/model';
 import type { SequenceBatcher } from '../../lib/scheduler/sequence-batcher';
 import type { Instance } from '../../lib/instances/instance';
@@ -319,5 +319,42 @@ describe('sequence batcher', () => {
     results.forEach((sums, s) => expect(sums).toEqual(runningSums(sequences[s] as number[])));
     const batcher = batcherOf(triton, 'wdirect');
     expect(batcher.stateBuffers).toEqual({ created: 12, released: 12 });
+  });
+
+  it('a model that calls a sequence model (BLS) passes its own request.sequence on', async () => {
+    const triton = await start((t) => {
+      bindSequenceAccumulate(t);
+      t.bind({
+        modelName: 'caller',
+        inferFunc: (requests: Request[]) =>
+          Promise.all(
+            requests.map(async (r) => {
+              const out = await r.infer!({ modelName: 'sequence_accumulate', inputs: { INPUT: r.inputs.INPUT! }, ...(r.sequence && { sequence: r.sequence }) });
+              return { OUTPUT: out.OUTPUT! };
+            }),
+          ),
+        inputs: [{ name: 'INPUT', dtype: 'INT32', shape: [1] }],
+        outputs: [{ name: 'OUTPUT', dtype: 'INT32', shape: [1] }],
+        config: { maxBatchSize: 8 },
+      });
+    });
+    expect(await runSequence(triton, 'via-caller', [3, 4, 5], 'caller')).toEqual([3, 7, 12]);
+    const without = await infer(triton, 'caller', 1, {});
+    expect(without.status).toBe(400);
+    expect(without.body.error).toBe("model 'caller' calling 'sequence_accumulate': inference request to model 'sequence_accumulate' must specify a non-zero or non-empty correlation ID");
+  });
+
+  it("an ensemble hands its request's correlation id and flags to a sequence step, as Triton does", async () => {
+    const triton = await start((t) => {
+      bindSequenceAccumulate(t);
+      t.bind({
+        modelName: 'acc_ensemble',
+        inferFunc: ensemble({ steps: [{ modelName: 'sequence_accumulate', inputMap: { INPUT: 'INPUT' }, outputMap: { OUTPUT: 'OUTPUT' } }] }),
+        inputs: [{ name: 'INPUT', dtype: 'INT32', shape: [1] }],
+        outputs: [{ name: 'OUTPUT', dtype: 'INT32', shape: [1] }],
+        config: { maxBatchSize: 8 },
+      });
+    });
+    expect(await runSequence(triton, 77, [10, -3, 1], 'acc_ensemble')).toEqual([10, 7, 8]);
   });
 });

@@ -57,6 +57,7 @@ export interface WireInferCall {
   readonly requestedOutputs?: readonly string[];
   readonly parameters?: Readonly<Record<string, ParameterValue>>;
   readonly url?: string;
+  readonly sequence?: SequenceInfo;
 }
 
 /** Main thread → worker. */

@@ -150,7 +150,7 @@ export class ParentChannel {
     // Copied, not moved: the caller may still read its inputs.
     const transfers = new TransferList();
     const inputs = encodeColumns([rest.inputs], transfers, true);
-    const request = { modelName: rest.modelName, modelVersion: rest.modelVersion, inputs, requestedOutputs: rest.requestedOutputs, parameters: rest.parameters, url: rest.url };
+    const request = { modelName: rest.modelName, modelVersion: rest.modelVersion, inputs, requestedOutputs: rest.requestedOutputs, parameters: rest.parameters, url: rest.url, ...(rest.sequence && { sequence: rest.sequence }) };
     return new Promise<Record<string, Tensor>>((resolve, reject) => {
       const onAbort = () => this.post({ type: 'bls-abort', call: callId, reason: serializeError(signal?.reason ?? new Error('the call was cancelled')) });
       signal?.addEventListener('abort', onAbort, { once: true });
