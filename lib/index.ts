@@ -4,7 +4,7 @@ export type { BindOptions, RunOptions, Transport } from './triton';
 export type { ChatTemplate, ChatMessage } from './model/chat-template';
 export { TritonError, UnrecoverableError, ERROR_CODES, GrpcStatus, toTritonError } from './errors';
 export type { ErrorCode } from './errors';
-export type { Request, Response, InferCallable, DecoupledCallable, StreamItem, InferCall, OutputValue, ParameterValue, ResponseParameters } from './callable';
+export type { Request, Response, InferCallable, DecoupledCallable, StreamItem, InferCall, OutputValue, ParameterValue, ResponseParameters, SequenceInfo } from './callable';
 export { RESPONSE_PARAMETERS, withParameters } from './callable';
 export type { CustomMetrics, CustomMetricFamily, CustomMetric, MetricFamilySpec, MetricKind } from './custom-metrics';
 export { instanceFactory } from './infer-func';
@@ -23,6 +23,7 @@ export {
   DynamicBatcher,
   QueuePolicy,
   WarmupSetting,
+  SequenceBatching,
   TritonConfig,
   buildModelConfigJson,
 } from './config';
@@ -36,6 +37,11 @@ export type {
   TimeoutAction,
   LogLevel,
   ModelConfigJson,
+  SequenceBatchingInit,
+  SequenceControlInit,
+  SequenceStateInit,
+  BatchInputInit,
+  BatchOutputInit,
 } from './config';
 export { DTYPES, DATA_TYPES, tensor, elementCount, concatBatch, sliceBatch } from './tensor';
 export type { DataType, Tensor, TensorData } from './tensor';

@@ -1,6 +1,18 @@
 export { TensorSpec, nameSpecs } from './tensor-spec';
 export type { TensorSpecInit, NamedTensorSpec } from './tensor-spec';
 export { ModelConfig, DynamicBatcher, QueuePolicy, WarmupSetting } from './model-config';
+export { SequenceBatching } from './sequence-batching';
+export type {
+  SequenceBatchingInit,
+  SequenceControlInit,
+  SequenceControlKind,
+  ControlInputInit,
+  SequenceStateInit,
+  InitialStateInit,
+  DirectStrategyInit,
+  OldestStrategyInit,
+} from './sequence-batching';
+export type { BatchInputInit, BatchInputKind, BatchOutputInit } from './ragged-batching';
 export type { ModelConfigInit, DynamicBatcherInit, QueuePolicyInit, WarmupSettingInit, WarmupInputInit, TimeoutAction } from './model-config';
 export { TritonConfig, LOG_LEVELS, envName } from './triton-config';
 export type { TritonConfigInit, LogLevel } from './triton-config';
