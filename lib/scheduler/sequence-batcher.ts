@@ -2,7 +2,6 @@ import { TritonError, toTritonError } from '../errors';
 import type { Request, Response, SequenceInfo } from '../callable';
 import type { SequenceBatching } from '../config/sequence-batching';
 import type { Instance } from '../instances/instance';
-import { SEQUENCE_STATE, type SequenceStateMark } from '../instances/sequence-state-mark';
 import { BatchNotStarted } from '../instances/instance-errors';
 import { CANCELLATION, cancelledError, type Cancellable, type Cancellation } from '../cancellation';
 import type { Tensor } from '../tensor/tensor';
@@ -10,7 +9,8 @@ import type { ExecutionRecord, Scheduled } from './execution-record';
 import type { RequestScheduler } from './request-scheduler';
 import type { EnqueueOptions, Finalize, SchedulerHooks } from './scheduler';
 import { ResponseStream } from './response-stream';
-import { fillerInputs, SequenceControls, SequenceStates, type StateTensors } from './sequence-tensors';
+import type { StateTensors } from './sequence-tensors';
+import { SequenceRows } from './sequence-rows';
 
 /** Sequence batcher settings, derived from the model config. */
 export interface SequenceBatcherOptions {
@@ -78,8 +78,7 @@ export class SequenceBatcher<T> implements RequestScheduler<T> {
   /** Why sequences lost to a failed instance ended, by key, until their id starts again (oldest dropped first). */
   private readonly lost = new Map<string, TritonError>();
   private readonly busy = new Set<Instance>();
-  private readonly controls: SequenceControls;
-  private readonly states: SequenceStates;
+  private readonly rows: SequenceRows;
   private readonly idleMs: number;
   private readonly delayMs: number;
   private readonly target: number;
@@ -111,8 +110,7 @@ export class SequenceBatcher<T> implements RequestScheduler<T> {
         if (!event.healthy) this.instanceLost(instance, event.cause);
       });
     }
-    this.controls = new SequenceControls(config, batched);
-    this.states = new SequenceStates(config.state, batched, options.modelName);
+    this.rows = new SequenceRows(config, batched, options.modelName);
     this.idleMs = config.maxSequenceIdleMicroseconds / 1000;
     this.delayMs = (config.oldest?.maxQueueDelayMicroseconds ?? config.direct?.maxQueueDelayMicroseconds ?? 0) / 1000;
     const preferred = config.oldest?.preferredBatchSize ?? [];
@@ -164,7 +162,7 @@ export class SequenceBatcher<T> implements RequestScheduler<T> {
     if (!sequence || sequence.id === 0 || sequence.id === '' || sequence.id === 0n) {
       throw new TritonError('INVALID_ARGUMENT', `inference request to model '${model}' must specify a non-zero or non-empty correlation ID`);
     }
-    this.controls.check(sequence);
+    this.rows.check(sequence);
     const key = keyOf(sequence.id);
     let seq = this.sequences.get(key);
     const lost = this.lost.get(key);
@@ -409,11 +407,15 @@ export class SequenceBatcher<T> implements RequestScheduler<T> {
       const entry = entries[i];
       const seq = owners[i];
       if (entry && seq) {
-        const fresh = !this.states.empty && (entry.sequence.start || (seq.state === undefined && seq.stateId === undefined));
+        const fresh = this.rows.stateful && (entry.sequence.start || (seq.state === undefined && seq.stateId === undefined));
         if (fresh) this.freshState(seq, keeps);
-        requests.push(this.slotRequest(entry.request, entry.sequence, seq, fresh, keeps));
+        // An instance that keeps states gets the state only when it starts, and a mark naming it.
+        const mark = keeps && seq.stateId !== undefined ? { id: seq.stateId, fresh } : undefined;
+        requests.push(this.rows.row(entry.request, entry.sequence, mark && !fresh ? undefined : seq.state, mark));
+        // The instance holds it from now on.
+        if (mark) seq.state = undefined;
       } else {
-        requests.push(this.fillerRequest(like ?? {}));
+        requests.push(this.rows.filler(like ?? {}));
       }
     }
     this.busy.add(instance);
@@ -435,35 +437,9 @@ export class SequenceBatcher<T> implements RequestScheduler<T> {
   /** A new state for a sequence that starts; an instance that keeps states gets its initial values once. */
   private freshState(seq: Sequence<T>, keptByInstance: boolean): void {
     this.dropState(seq);
-    seq.state = this.states.create();
+    seq.state = this.rows.initialState();
     if (keptByInstance) seq.stateId = this.nextStateId++;
     this.statesCreated++;
-  }
-
-  /**
-   * The request as the callable sees it: its inputs plus the controls and the sequence's state. An instance that
-   * keeps states gets the state only when it starts, and a mark naming it (see sequence-state-mark.ts).
-   */
-  private slotRequest(request: Request, sequence: SequenceInfo, seq: Sequence<T>, fresh: boolean, keptByInstance: boolean): Request {
-    const state = keptByInstance && !fresh ? undefined : seq.state;
-    const inputs: Record<string, Tensor> = { ...request.inputs, ...state };
-    this.controls.add(inputs, { sequence });
-    // The original stays the prototype: its cancellation, signal, id and calls to other models carry over.
-    const properties: PropertyDescriptorMap = { inputs: { value: inputs, enumerable: true } };
-    if (keptByInstance && seq.stateId !== undefined) {
-      properties[SEQUENCE_STATE] = { value: { id: seq.stateId, fresh } satisfies SequenceStateMark };
-      // The instance holds it from now on.
-      seq.state = undefined;
-    }
-    return Object.create(request, properties) as Request;
-  }
-
-  /** A READY-false slot of a direct batch: zeros shaped as a real request's inputs, and zero states. */
-  private fillerRequest(like: Readonly<Record<string, Tensor>>): Request {
-    // Every row carries the same inputs (as @batch needs); a filler's states are not counted: nothing keeps them.
-    const inputs = { ...fillerInputs(like), ...(this.states.empty ? {} : this.states.create()) };
-    this.controls.add(inputs, { sequence: undefined });
-    return { inputs, parameters: {}, requestedOutputs: [], id: '', signal: new AbortController().signal };
   }
 
   private completed(
@@ -533,10 +509,9 @@ export class SequenceBatcher<T> implements RequestScheduler<T> {
 
   /** Stores the next state from a response and returns the response without its state outputs. */
   private takeState(seq: Sequence<T> | undefined, response: Response): Response {
-    if (this.states.empty || response === null || typeof response !== 'object') return response;
-    if (seq && !seq.released) seq.state = this.states.next(response);
-    const outputs = { ...response };
-    for (const name of this.states.outputNames) delete outputs[name];
+    if (!this.rows.stateful || response === null || typeof response !== 'object') return response;
+    const { state, outputs } = this.rows.split(response);
+    if (seq && !seq.released) seq.state = state;
     return outputs;
   }
 }
