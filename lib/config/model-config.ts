@@ -234,7 +234,12 @@ export class ModelConfig {
     if (this.sequenceBatching !== null && !(this.sequenceBatching instanceof SequenceBatching)) this.sequenceBatching = new SequenceBatching(this.sequenceBatching);
     this.batchInput = toBatchInputs(this.batchInput, undefined);
     this.batchOutput = toBatchOutputs(this.batchOutput);
-    if (this.sequenceBatching && this.decoupled) throw new TritonError('INVALID_CONFIG', 'invalid ModelConfig: a decoupled model cannot have a sequence batcher');
+    if (this.sequenceBatching) {
+      // A cached answer would skip the sequence's state; a warmup request belongs to no sequence.
+      if (this.decoupled) throw new TritonError('INVALID_CONFIG', 'invalid ModelConfig: a decoupled model cannot have a sequence batcher');
+      if (this.responseCache) throw new TritonError('INVALID_CONFIG', 'invalid ModelConfig: a model with a sequence batcher cannot use the response cache');
+      if (this.warmup.length > 0) throw new TritonError('INVALID_CONFIG', 'invalid ModelConfig: a model with a sequence batcher takes no warmup');
+    }
     if (this.batcher !== null && !(this.batcher instanceof DynamicBatcher)) this.batcher = new DynamicBatcher(this.batcher);
     this.warmup = (this.warmup ?? []).map((w) => (w instanceof WarmupSetting ? w : new WarmupSetting(w)));
   }

@@ -76,6 +76,14 @@ describe('sequence_batching in the generated config', () => {
     expect(json.sequence_batching).toMatchObject({ max_sequence_idle_microseconds: 5, direct: { max_queue_delay_microseconds: 0, minimum_slot_utilization: 0 } });
   });
 
+  it.each<[string, Record<string, unknown>, RegExp]>([
+    ['a decoupled model', { decoupled: true }, /a decoupled model cannot have a sequence batcher/],
+    ['the response cache', { responseCache: true }, /cannot use the response cache/],
+    ['warmup', { warmup: [{ name: 'w', inputs: { INPUT: { dtype: 'INT32', dims: [1] } } }] }, /takes no warmup/],
+  ])('refuses a sequence batcher with %s at bind', (_what, init, message) => {
+    expect(() => new ModelConfig({ ...init, sequenceBatching: {} })).toThrow(message);
+  });
+
   it.each<[string, unknown, RegExp]>([
     ['both strategies', { direct: {}, oldest: {} }, /give one strategy/],
     ['a control without values', { controlInput: [{ name: 'S', control: [{ kind: 'CONTROL_SEQUENCE_START' }] }] }, /must give exactly one of int32FalseTrue/],
