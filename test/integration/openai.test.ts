@@ -243,6 +243,26 @@ describe('OpenAI-compatible API', () => {
     }
   });
 
+  it('embeddings take usage from the counts the model reports, and pick the output named for embeddings', async () => {
+    triton.bind({
+      modelName: 'counted_embed',
+      inferFunc: sample(async (inputs: Record<string, Tensor>) => {
+        const words = text(inputs.text_input).split(' ').length;
+        return withParameters({ score: tensor('FP32', [1], Float32Array.of(9)), text_embedding: tensor('FP32', [2], Float32Array.of(words, 0.5)) }, { num_input_tokens: words });
+      }),
+      inputs: [{ name: 'text_input', dtype: 'BYTES', shape: [1] }],
+      outputs: [
+        { name: 'score', dtype: 'FP32', shape: [1] },
+        { name: 'text_embedding', dtype: 'FP32', shape: [2] },
+      ],
+      config: { batching: false },
+    });
+    await until(() => triton.repository.get('counted_embed').ready);
+    const result = await client.embeddings.create({ model: 'counted_embed', input: ['one two', 'three'], encoding_format: 'float' });
+    expect(result.data.map((d) => d.embedding)).toEqual([[2, 0.5], [1, 0.5]]);
+    expect(result.usage).toEqual({ prompt_tokens: 3, total_tokens: 3 });
+  });
+
   it('a client that aborts a streaming chat stops the model’s generator, counted as CANCELED', async () => {
     const stream = await client.chat.completions.create({ model: 'ticker', messages, stream: true });
     let seen = 0;

@@ -6,12 +6,9 @@ import type { Model } from '../../model/model';
 import { encodeJsonData } from '../../tensor/json-codec';
 import { generateRequest } from '../http/generate';
 import type { ServerCore } from '../server-core';
-import { TEXT_INPUT } from './generation';
+import { PROMPT_TOKENS, reportedCount, TEXT_INPUT } from './generation';
 import { invalidParam } from './openai-error';
 import { embeddingsOf, type Body } from './openai-request';
-
-/** Token count an embedding model may report, as an output or a response parameter. */
-const PROMPT_TOKENS = 'num_input_tokens';
 
 /**
  * `POST /v1/embeddings` on `model`: a model with a BYTES text input (`text_input`, or its only BYTES input) and
@@ -31,7 +28,7 @@ export async function handleEmbeddings(core: ServerCore, model: Model, body: Bod
     if (request.dimensions !== undefined && request.dimensions !== vector.length) {
       throw invalidParam('dimensions', `Model '${model.name}' returns ${vector.length} dimensions, not ${request.dimensions}.`, 'unsupported_value');
     }
-    const tokens = reportedTokens(response.outputs.find((o) => o.name === PROMPT_TOKENS)?.tensor.data, response.parameters?.[PROMPT_TOKENS]);
+    const tokens = reportedCount(response, PROMPT_TOKENS);
     if (tokens !== undefined) promptTokens = (promptTokens ?? 0) + tokens;
     // The float form is written as the KServe endpoints write FP32: the shortest text that reads back to the float.
     const embedding =
@@ -57,11 +54,4 @@ function embeddingSpecs(model: Model): { input: NamedTensorSpec; output: NamedTe
     throw new TritonError('INVALID_ARGUMENT', `model '${model.name}' cannot make embeddings: it needs one BYTES text input (or '${TEXT_INPUT}') and one FP32 embedding output`);
   }
   return { input, output };
-}
-
-function reportedTokens(data: unknown, parameter: unknown): number | undefined {
-  const first = ArrayBuffer.isView(data) ? Number((data as unknown as ArrayLike<number | bigint>)[0]) : undefined;
-  if (first !== undefined && Number.isFinite(first)) return first;
-  if (typeof parameter === 'number' || typeof parameter === 'bigint') return Number(parameter);
-  return undefined;
 }

@@ -18,7 +18,7 @@ export const TEXT_INPUT = 'text_input';
 /** The generated text output. */
 export const TEXT_OUTPUT = 'text_output';
 /** Token counts the model may report, as outputs or response parameters (Triton's vLLM names). */
-const PROMPT_TOKENS = 'num_input_tokens';
+export const PROMPT_TOKENS = 'num_input_tokens';
 const COMPLETION_TOKENS = 'num_output_tokens';
 /** Why the model stopped (`stop`, `length`), as an output or a response parameter; `stop` when absent. */
 const FINISH_REASON = 'finish_reason';
@@ -100,8 +100,8 @@ function pieceOf(response: InferenceResponse): GeneratedPiece {
   // Response parameters, where the callable returned them with its outputs.
   const parameters = response.parameters ?? {};
   const finishReason = textOf(byName.get(FINISH_REASON)) ?? stringParam(parameters[FINISH_REASON]);
-  const promptTokens = countOf(byName.get(PROMPT_TOKENS)) ?? numberParam(parameters[PROMPT_TOKENS]);
-  const completionTokens = countOf(byName.get(COMPLETION_TOKENS)) ?? numberParam(parameters[COMPLETION_TOKENS]);
+  const promptTokens = reportedCount(response, PROMPT_TOKENS);
+  const completionTokens = reportedCount(response, COMPLETION_TOKENS);
   return {
     text: textOf(byName.get(TEXT_OUTPUT)) ?? '',
     ...(finishReason !== undefined && finishReason !== '' && { finishReason }),
@@ -116,11 +116,14 @@ function textOf(output: NamedTensor | undefined): string | undefined {
   return (output.tensor.data as Uint8Array[]).map((e) => Buffer.from(e.buffer, e.byteOffset, e.byteLength).toString('utf8')).join('');
 }
 
-/** The first element of a numeric tensor, as a count. */
-function countOf(output: NamedTensor | undefined): number | undefined {
-  if (!output || output.tensor.dtype === 'BYTES' || output.tensor.data.length === 0) return undefined;
-  const v = Number((output.tensor.data as ArrayLike<number | bigint>)[0]);
-  return Number.isFinite(v) ? v : undefined;
+/** A count a response reports: the first element of the numeric output `name`, or else its response parameter `name`. */
+export function reportedCount(response: InferenceResponse, name: string): number | undefined {
+  const output = response.outputs.find((o) => o.name === name);
+  if (output && output.tensor.dtype !== 'BYTES' && output.tensor.data.length > 0) {
+    const v = Number((output.tensor.data as ArrayLike<number | bigint>)[0]);
+    if (Number.isFinite(v)) return v;
+  }
+  return numberParam(response.parameters?.[name]);
 }
 
 function stringParam(v: unknown): string | undefined {
