@@ -129,3 +129,25 @@ def test_perf_analyzer_collects_the_metrics(observability):
     assert not re.search(r"error|unable to parse", proc.stdout, re.IGNORECASE), proc.stdout
     assert "Server Prometheus Metrics:" in proc.stdout
     assert "GPU-b0b80e69-7e3d-4f06-ab55-4a366e8e2ca7 : 75.79 watts" in proc.stdout, proc.stdout
+
+
+def test_grafana_dashboard_reads_only_served_metrics(observability):
+    """Every metric the dashboard (deploy/grafana/tstriton.json) queries is on the metrics port, with the labels
+    its queries group by."""
+    import json
+
+    dashboard = json.load(open(ROOT / "deploy/grafana/tstriton.json"))
+    metrics = scrape(observability)
+    titles = [p["title"] for p in dashboard["panels"]]
+    assert titles == ["Throughput", "Request latency quantiles", "Queue time", "Compute time per request", "Batch sizes",
+                      "Failures by reason", "Time to first response (decoupled)", "CPU and memory", "GPU", "Instances"]
+    for panel in dashboard["panels"]:
+        for target in panel["targets"]:
+            names = set(re.findall(r"\b((?:nv|tstriton)_[a-z_]+)", target["expr"]))
+            assert names, target["expr"]
+            for name in names:
+                assert name in metrics, (panel["title"], name)
+                for by in re.findall(r"by \(([^)]*)\)", target["expr"]):
+                    for label in [l.strip() for l in by.split(",")]:
+                        if label not in ("le", "instance"):  # instance comes from Prometheus' scrape
+                            assert any(label in l for l, _ in metrics[name]), (panel["title"], name, label)

@@ -1,5 +1,5 @@
-// The server of the observability interop tests (response parameters, metrics, custom metrics, OpenTelemetry):
-// `echo` (@batch, response parameters), `words` (decoupled, response parameters on every response) and
+// The server of the observability interop tests (response parameters, metrics, custom metrics, OpenTelemetry)
+// and of deploy/grafana/render.py: `echo` (@batch, response parameters; fail=true fails its batch), `words` (decoupled, response parameters on every response) and
 // `counted` (a worker instance that updates custom metrics through its context).
 'use strict';
 const path = require('node:path');
@@ -9,7 +9,11 @@ const { batch, sample } = require('../../../dist/decorators');
 const triton = new Triton();
 triton.bind({
   modelName: 'echo',
-  inferFunc: batch(async ({ x }, ctx) => ({ y: x, [RESPONSE_PARAMETERS]: ctx.rows.map((rows) => ({ rows, source: 'echo', exact: true, ratio: 0.5 })) })),
+  inferFunc: batch(async ({ x }, ctx) => {
+    // A request with the parameter fail=true fails its batch (the dashboard's failures panel shows BACKEND).
+    if (ctx.requests.some((r) => r.parameters.fail === true)) throw new Error('asked to fail');
+    return { y: x, [RESPONSE_PARAMETERS]: ctx.rows.map((rows) => ({ rows, source: 'echo', exact: true, ratio: 0.5 })) };
+  }),
   inputs: [{ name: 'x', dtype: 'FP32', shape: [-1] }],
   outputs: [{ name: 'y', dtype: 'FP32', shape: [-1] }],
   config: { maxBatchSize: 8 },
