@@ -10,6 +10,7 @@ import { ensemble } from '../model/ensemble';
 import { onnxModel, type OnnxModelSpec } from '../onnx/onnx-model';
 import { fromConfigType, type DataType } from '../tensor/dtype';
 import { ConfigFields } from './config-fields';
+import { batchInputs, batchOutputs, sequenceBatching } from './batching-fields';
 import type { ModelFolder } from './model-folder';
 import { scriptModelInstances } from './script-model';
 import { readVersionPolicy, servedVersions } from './version-policy';
@@ -61,8 +62,10 @@ export function repositoryModel(folder: ModelFolder, config: ModelConfigJson | u
   const accelerators = executionAccelerators(f.sub('optimization'));
   const decoupled = transactionPolicy(f.sub('model_transaction_policy'));
   for (const unset of ['runtime', 'cc_model_filenames', 'metric_tags']) f.takeDefault(unset, '', {});
-  f.takeDefault('batch_input', []);
-  f.takeDefault('batch_output', []);
+  // As Triton: an initial state's data_file lies in the model's initial_state/ folder.
+  const sequence = sequenceBatching(f.sub('sequence_batching'), path.join(folder.dir, 'initial_state'));
+  const batchInput = batchInputs(f);
+  const batchOutput = batchOutputs(f);
   f.done();
 
   const kind = modelKind(folder, platform, backend, steps !== undefined, defaultFilename, where);
@@ -78,6 +81,9 @@ export function repositoryModel(folder: ModelFolder, config: ModelConfigJson | u
     ...(warmup.length > 0 ? { warmup } : {}),
     ...(responseCache ? { responseCache } : {}),
     ...(decoupled ? { decoupled } : {}),
+    ...(sequence ? { sequenceBatching: sequence } : {}),
+    ...(batchInput.length > 0 ? { batchInput } : {}),
+    ...(batchOutput.length > 0 ? { batchOutput } : {}),
   };
   if (kind !== 'onnx') {
     if (configInit.batching === undefined) Object.assign(configInit, { batching: false });
@@ -193,11 +199,12 @@ function tensorSpecs(f: ConfigFields, field: 'input' | 'output', folder: ModelFo
     t.takeDefault('format', 'FORMAT_NONE');
     t.takeDefault('is_shape_tensor', false);
     t.takeDefault('is_non_linear_format_io', false);
-    t.takeDefault('allow_ragged_batch', false);
     const spec: TensorSpecInit = { name, dtype, shape: dims, ...(reshape ? { reshape } : {}) };
     if (field === 'input') {
       const optional = t.boolean('optional');
       if (optional) Object.assign(spec, { optional });
+      const ragged = t.boolean('allow_ragged_batch');
+      if (ragged) Object.assign(spec, { allowRaggedBatch: true });
     } else {
       const labelFile = t.string('label_filename');
       if (labelFile) Object.assign(spec, { labels: readLabels(folder, labelFile, t) });

@@ -177,7 +177,7 @@ describe('serving a model repository folder', () => {
   it('fails a broken model with a reason naming the file, line or field, and serves the others', async () => {
     repo.identity('good/1/model.onnx');
     repo.identity('unsupported/1/model.onnx');
-    repo.write('unsupported/config.pbtxt', 'platform: "onnxruntime_onnx"\nsequence_batching { }\n');
+    repo.write('unsupported/config.pbtxt', 'platform: "onnxruntime_onnx"\nmodel_operations { op_library_filename: "custom.so" }\n');
     repo.identity('syntax/1/model.onnx');
     repo.write('syntax/config.pbtxt', 'platform: "onnxruntime_onnx"\nmax_batch_size: 4\ninput [ { name: "INPUT0" \n');
     repo.write('nofile/1/.keep', '');
@@ -185,7 +185,7 @@ describe('serving a model repository folder', () => {
     await start({ strictReadiness: false });
     const entries = await index();
     const reason = (name: string) => entries.find((e) => e.name === name)?.reason ?? '';
-    expect(reason('unsupported')).toMatch(/unsupported[/\\]config\.pbtxt.*field 'sequence_batching' is not supported/);
+    expect(reason('unsupported')).toMatch(/unsupported[/\\]config\.pbtxt.*field 'model_operations' is not supported/);
     expect(reason('syntax')).toMatch(/syntax[/\\]config\.pbtxt:\d+:\d+/);
     expect(reason('nofile')).toMatch(/nofile[/\\]1[/\\]model\.onnx does not exist/);
     for (const name of ['unsupported', 'syntax', 'nofile']) expect(entries.find((e) => e.name === name)?.state).toBe('UNAVAILABLE');
