@@ -1,4 +1,5 @@
-import { Triton, tensor, type Request, type Response, type Tensor } from '../../lib';
+import * as path from 'node:path';
+import { Triton, tensor, workers, type Request, type Response, type Tensor } from '../../lib';
 import { batch, groupByKeys, padBatch, type BatchContext } from '../../decorators';
 import { bindRaggedSum } from '../../examples/ragged/model';
 
@@ -137,5 +138,25 @@ describe('ragged batching', () => {
     expect(batchOf3.B3).toEqual({ shape: [4], data: [0, 0, 0, 0] });
     expect(batchOf3.B4).toEqual({ shape: [3, 1], data: [2, 4, 1] });
     expect(batchOf3.B5).toEqual({ shape: [3], data: [2, 4, 1] });
+  });
+
+  it('a worker instance gets the flat input and the batch input too', async () => {
+    const triton = await start((t) =>
+      t.bind({
+        modelName: 'wragged',
+        inferFunc: workers({ module: path.join(__dirname, '../fixtures/workers/ragged-sum-model.js'), devices: ['cpu'] }),
+        inputs: [{ name: 'INPUT', dtype: 'FP32', shape: [-1], allowRaggedBatch: true }],
+        outputs: [{ name: 'SUM', dtype: 'FP32', shape: [1] }],
+        config: {
+          maxBatchSize: 16,
+          batcher: { maxQueueDelayMicroseconds: 100_000, preferredBatchSize: [10] },
+          batchInput: [{ kind: 'BATCH_ACCUMULATED_ELEMENT_COUNT', targetName: 'INDEX', dtype: 'INT32', sourceInput: 'INPUT' }],
+        },
+      }),
+    );
+    const lengths = Array.from({ length: 10 }, (_, i) => i * 3 + 1);
+    const answers = await Promise.all(lengths.map((n) => infer(triton, 'wragged', vector(n))));
+    answers.forEach((a, i) => expect(a.body.outputs?.[0]?.data).toEqual([vector(lengths[i] as number).reduce((s, v) => s + v, 0)]));
+    expect((await statsOf(triton, 'wragged')).execution_count).toBeLessThan(10);
   });
 });
