@@ -147,6 +147,9 @@ describe('sequence batcher', () => {
     expect(last.corrid).toEqual([0n, 12n]);
     expect(last.ids).toEqual([undefined, 12]);
     expect(seen[0]!.start).toEqual([1]);
+    const stringId = await infer(triton, 'direct', 1, { sequence_id: 'abc', sequence_start: true });
+    expect(stringId.status).toBe(400);
+    expect(stringId.body.error).toBe("the model's CONTROL_SEQUENCE_CORRID is UINT64: sequence_id must be an integer, got the string 'abc'");
     const config = await fetch(`http://127.0.0.1:${triton.ports.http}/v2/models/direct/config`).then((r) => r.json() as Promise<{ sequence_batching: { control_input: unknown[]; direct: unknown } }>);
     expect(config.sequence_batching.control_input[3]).toEqual({ name: 'CORRID', control: [{ kind: 'CONTROL_SEQUENCE_CORRID', int32_false_true: [], fp32_false_true: [], bool_false_true: [], data_type: 'TYPE_UINT64' }] });
     expect(config.sequence_batching.direct).toEqual({ max_queue_delay_microseconds: 0, minimum_slot_utilization: 0 });
