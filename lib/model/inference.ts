@@ -1,6 +1,7 @@
 import type { ParameterValue, ResponseParameters, SequenceInfo } from '../callable';
 import type { Cancellation } from '../cancellation';
 import type { Tensor } from '../tensor/tensor';
+import type { RequestSpan } from '../trace';
 
 /** A named tensor, as inputs and outputs travel on the wire. */
 export interface NamedTensor {
@@ -55,6 +56,8 @@ export interface InferenceResponse {
   readonly outputs: readonly NamedTensor[];
   /** Response parameters the callable returned with its outputs. */
   readonly parameters?: ResponseParameters;
+  /** The request's OpenTelemetry span, when it is traced: the transport reports the send on it (`sent`). */
+  readonly span?: RequestSpan;
 }
 
 /** Validated outputs in the transport's order, with the response parameters the callable returned (if any). */

@@ -276,7 +276,8 @@ export class Model {
     job.span?.succeeded({ startMs: job.start, ...scheduled });
     job.release();
     const { parameters } = scheduled.value;
-    return { id: req.id, modelName: this.name, modelVersion: this.version, outputs: scheduled.value, ...(parameters && { parameters }) };
+    const { span } = job;
+    return { id: req.id, modelName: this.name, modelVersion: this.version, outputs: scheduled.value, ...(parameters && { parameters }), ...(span && { span }) };
   }
 
   private failed(job: RequestJob, err: unknown): never {

@@ -101,6 +101,8 @@ export class OtelTracing {
 /** One traced request: its span, the context its children (ensemble steps, BLS calls) carry, and its end. */
 export class RequestSpan {
   private child: TraceParent | undefined;
+  private endMs = 0;
+  private ended = false;
 
   constructor(
     private readonly span: Span,
@@ -148,9 +150,25 @@ export class RequestSpan {
     this.end(performance.now());
   }
 
+  /**
+   * Records that the transport handed the response to the socket (`HTTP_SEND_START`, `GRPC_SEND_START`): the
+   * transport calls it right after it writes, in the same turn as the model's answer, before the span ends.
+   */
+  sent(protocol: 'HTTP' | 'GRPC'): void {
+    if (this.ended) return;
+    const now = performance.now();
+    this.span.addEvent(`${protocol}_SEND_START`, at(now));
+    this.endMs = now;
+  }
+
+  /** REQUEST_END now; the span itself ends once the transport had its turn to report the send (`sent`). */
   private end(endMs: number): void {
     this.span.addEvent('REQUEST_END', at(endMs));
-    this.span.end(at(endMs));
+    this.endMs = endMs;
+    setImmediate(() => {
+      this.ended = true;
+      this.span.end(at(this.endMs));
+    });
   }
 
   private context(): Context {

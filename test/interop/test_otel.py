@@ -163,7 +163,8 @@ def test_traceparent_is_continued(collector, example, module, url_attr, trace_id
     assert request["attrs"]["triton.request_id"] == "traced-1"
     assert int(request["attrs"]["triton.batch_size"]) == 1
     assert request["traceState"] == "vendor=value"
-    assert request["eventNames"] == ["REQUEST_START", "QUEUE_START", "REQUEST_END"]
+    protocol = "HTTP" if module is httpclient else "GRPC"
+    assert request["eventNames"] == ["REQUEST_START", "QUEUE_START", "REQUEST_END", f"{protocol}_SEND_START"]
     compute = next(s for s in mine if s["name"] == "compute")
     assert compute["parentSpanId"] == request["spanId"]
     assert compute["eventNames"] == ["COMPUTE_START", "COMPUTE_INPUT_END", "COMPUTE_OUTPUT_START", "COMPUTE_END"]

@@ -66,6 +66,7 @@ export function modelInfer(ctx: GrpcContext): handleUnaryCall<Buffer, ModelInfer
           return settle(err);
         }
         settle(undefined, msg);
+        response.span?.sent('GRPC');
       },
       (err: unknown) => settle(err),
     );

@@ -169,6 +169,7 @@ export class HttpServer {
       const encoding = negotiateEncoding(req.headers['accept-encoding'] as string | undefined);
       if (encoding) await writeCompressed(res, encoding, json, blobs);
       else writeInferResponse(res, json, blobs);
+      response.span?.sent('HTTP');
     } catch (err) {
       // An over-limit body is not read to the end; close the connection rather than drain it, and say so
       // (`Connection: close`) so that keep-alive clients do not send their next request on a dead socket.
