@@ -1,0 +1,107 @@
+import type { Request, Response, SequenceInfo } from '../../../lib/callable';
+import { Cancellation, CANCELLATION, type Cancellable } from '../../../lib/cancellation';
+import { SequenceBatching, type SequenceBatchingInit } from '../../../lib/config/sequence-batching';
+import type { Instance } from '../../../lib/instances/instance';
+import { SequenceBatcher } from '../../../lib/scheduler/sequence-batcher';
+
+/** An instance whose batches finish when the test says so; it records each batch's rows as `id` or `-` (filler). */
+class GatedInstance implements Instance {
+  readonly device = { kind: 'cpu' as const, id: 0 };
+  healthy = true;
+  readonly batches: string[][] = [];
+  private gates: (() => void)[] = [];
+  constructor(readonly name: string) {}
+  async start(): Promise<void> {}
+  execute(requests: Request[]): Promise<Response[]> {
+    this.batches.push(requests.map((r) => (r.sequence ? r.id : '-')));
+    return new Promise((resolve) => this.gates.push(() => resolve(requests.map(() => ({})))));
+  }
+  release(): void {
+    this.gates.shift()?.();
+  }
+  async close(): Promise<void> {}
+}
+
+function req(id: string, sequence: SequenceInfo): Request & Cancellable {
+  const cancellation = new Cancellation();
+  return {
+    inputs: {},
+    parameters: {},
+    requestedOutputs: [],
+    id,
+    sequence,
+    [CANCELLATION]: cancellation,
+    get signal() {
+      return cancellation.signal;
+    },
+  };
+}
+
+const turn = () => new Promise((r) => setImmediate(r));
+
+function batcher(instances: Instance[], init: SequenceBatchingInit, maxBatchSize = 2): SequenceBatcher<Response> {
+  return new SequenceBatcher<Response>(instances, { modelName: 'm', maxBatchSize, config: new SequenceBatching(init) }, (_r, response) => response);
+}
+
+describe('SequenceBatcher', () => {
+  it('oldest: a batch takes the sequences whose waiting request is oldest, one request per sequence', async () => {
+    const instance = new GatedInstance('m_0');
+    const b = batcher([instance], { oldest: { maxCandidateSequences: 4 } });
+    const done: Promise<unknown>[] = [];
+    // A holds the instance; then B, C, D start and A sends its next request last.
+    done.push(b.enqueue(req('a1', { id: 'A', start: true, end: false }), 1, ''));
+    await turn();
+    for (const [id, seq] of [['b1', 'B'], ['c1', 'C'], ['d1', 'D']] as const) done.push(b.enqueue(req(id, { id: seq, start: true, end: false }), 1, ''));
+    done.push(b.enqueue(req('a2', { id: 'A', start: false, end: true }), 1, ''));
+    done.push(b.enqueue(req('b2', { id: 'B', start: false, end: true }), 1, ''));
+    await turn();
+    expect(instance.batches).toEqual([['a1']]);
+    instance.release();
+    await turn();
+    // The two oldest waiting heads: b1 and c1 (b2 waits behind b1 in its own sequence).
+    expect(instance.batches[1]).toEqual(['b1', 'c1']);
+    instance.release();
+    await turn();
+    expect(instance.batches[2]).toEqual(['d1', 'a2']);
+    instance.release();
+    await turn();
+    expect(instance.batches[3]).toEqual(['b2']);
+    instance.release();
+    await Promise.all(done);
+    expect(b.liveSequences).toBe(2); // C and D never ended
+  });
+
+  it('direct: a sequence keeps its slot; a slot without a ready request is a filler row', async () => {
+    const instance = new GatedInstance('m_0');
+    const b = batcher([instance], { direct: {} }, 3);
+    const done: Promise<unknown>[] = [];
+    for (const id of ['A', 'B', 'C']) done.push(b.enqueue(req(`${id}1`, { id, start: true, end: false }), 1, ''));
+    await turn();
+    expect(instance.batches).toEqual([['A1', 'B1', 'C1']]);
+    instance.release();
+    await turn();
+    done.push(b.enqueue(req('C2', { id: 'C', start: false, end: true }), 1, ''));
+    await turn();
+    // C is in slot 2: slots 0 and 1 (A and B, nothing waiting) are fillers.
+    expect(instance.batches[1]).toEqual(['-', '-', 'C2']);
+    instance.release();
+    await Promise.all(done);
+  });
+
+  it('backlogs sequences beyond the slots and gives them the slot an ending sequence frees', async () => {
+    const instance = new GatedInstance('m_0');
+    const b = batcher([instance], { oldest: { maxCandidateSequences: 1 } }, 1);
+    const a = b.enqueue(req('a1', { id: 'A', start: true, end: true }), 1, '');
+    const bb = b.enqueue(req('b1', { id: 'B', start: true, end: true }), 1, '');
+    await turn();
+    expect(instance.batches).toEqual([['a1']]);
+    expect(b.liveSequences).toBe(2);
+    instance.release();
+    await a;
+    await turn();
+    expect(instance.batches[1]).toEqual(['b1']);
+    instance.release();
+    await bb;
+    expect(b.liveSequences).toBe(0);
+  });
+});
