@@ -358,7 +358,9 @@ export class SequenceBatcher<T> implements RequestScheduler<T> {
   /** True while a partial batch may wait for more sequences (the strategy's `max_queue_delay_microseconds`). */
   private shouldWait(slots: Slot<T>[], ready: Slot<T>[]): boolean {
     if (this.delayMs <= 0) return false;
-    const want = this.direct ? slots.filter((s) => s.owner).length : Math.min(this.target, slots.filter((s) => s.owner).length);
+    // Direct waits for the live sequences' requests; oldest, as a dynamic batcher, for the preferred size (new
+    // sequences may still start), never beyond its candidate slots.
+    const want = this.direct ? slots.filter((s) => s.owner).length : Math.min(this.target, slots.length);
     if (ready.length >= want) return false;
     const oldest = Math.min(...ready.map((s) => (s.owner as Sequence<T>).queue[0]?.enqueuedAt ?? Infinity));
     const waited = now() - oldest;

@@ -104,4 +104,45 @@ describe('SequenceBatcher', () => {
     await bb;
     expect(b.liveSequences).toBe(0);
   });
+
+  describe('with maxQueueDelayMicroseconds (fake timers)', () => {
+    beforeEach(() => jest.useFakeTimers());
+    afterEach(() => jest.useRealTimers());
+
+    it('oldest: a partial batch waits up to the delay for the preferred size, and goes at once when it is reached', async () => {
+      const instance = new GatedInstance('m_0');
+      const b = batcher([instance], { oldest: { maxCandidateSequences: 4, preferredBatchSize: [3], maxQueueDelayMicroseconds: 50_000 } }, 4);
+      const first = [b.enqueue(req('a1', { id: 'A', start: true, end: true }), 1, ''), b.enqueue(req('b1', { id: 'B', start: true, end: true }), 1, '')];
+      await jest.advanceTimersByTimeAsync(0);
+      expect(instance.batches).toEqual([]);
+      await jest.advanceTimersByTimeAsync(49);
+      expect(instance.batches).toEqual([]);
+      await jest.advanceTimersByTimeAsync(2);
+      expect(instance.batches).toEqual([['a1', 'b1']]);
+      instance.release();
+      await Promise.all(first);
+      const second = ['c', 'd', 'e'].map((id) => b.enqueue(req(`${id}1`, { id, start: true, end: true }), 1, ''));
+      await jest.advanceTimersByTimeAsync(0);
+      expect(instance.batches[1]).toEqual(['c1', 'd1', 'e1']);
+      instance.release();
+      await Promise.all(second);
+    });
+
+    it('direct: waits up to the delay for every live sequence to have a request, then runs what is ready', async () => {
+      const instance = new GatedInstance('m_0');
+      const b = batcher([instance], { direct: { maxQueueDelayMicroseconds: 50_000 } }, 2);
+      const starts = ['A', 'B'].map((id) => b.enqueue(req(`${id}1`, { id, start: true, end: false }), 1, ''));
+      await jest.advanceTimersByTimeAsync(0);
+      expect(instance.batches).toEqual([['A1', 'B1']]);
+      instance.release();
+      await Promise.all(starts);
+      const a2 = b.enqueue(req('A2', { id: 'A', start: false, end: true }), 1, '');
+      await jest.advanceTimersByTimeAsync(40);
+      expect(instance.batches.length).toBe(1);
+      await jest.advanceTimersByTimeAsync(20);
+      expect(instance.batches[1]).toEqual(['A2']);
+      instance.release();
+      await a2;
+    });
+  });
 });
