@@ -78,13 +78,13 @@ export class Tracer {
    * mode and TIMESTAMPS and they sample it (or it carries a trace context); undefined otherwise. With tracing
    * off everywhere this costs two checks.
    */
-  start(model: string, version: string, requestId: string, rows: number, startMs: number, parent: TraceParent | undefined): RequestSpan | undefined {
+  start(model: string, version: string, requestId: string, rows: number, startMs: number, parent: TraceParent | undefined, fromModel = false): RequestSpan | undefined {
     if (this.global.level === 'OFF' && this.overrides.size === 0) return undefined;
     const s = this.effective(model);
     if (s.mode !== 'opentelemetry' || s.level === 'OFF') return undefined;
     if (!parent && !this.sample(model, s)) return undefined;
     this.otel ??= new OtelTracing(this.config.otel, VERSION);
-    return this.otel.startRequest(model, version, requestId, rows, startMs, parent);
+    return this.otel.startRequest(model, version, requestId, rows, startMs, parent, fromModel);
   }
 
   /** Exports the spans still buffered (tests and benchmarks read the receiver after it). */

@@ -357,7 +357,7 @@ export class Model {
     const request = new ScheduledRequest(inputs, req.parameters, requestedOutputs, req.id, cancellation, req.movableBuffer);
     if (req.sequence) request.sequence = req.sequence;
     const job = new RequestJob(this, req, request, rows, batchKey, cancellation);
-    const span = this.tracer?.start(this.name, this.version, req.id, rows, job.start, req.traceParent);
+    const span = this.tracer?.start(this.name, this.version, req.id, rows, job.start, req.traceParent, req.chain !== undefined && req.chain.length > 0);
     const bls = this.bls;
     if (span) {
       job.span = span;

@@ -69,14 +69,15 @@ export class OtelTracing {
 
   /**
    * Starts a request's span, named after its model, as a child of `parent` when the request carried a trace
-   * context (a client's `traceparent`, or the span of the ensemble or BLS caller).
+   * context (a client's `traceparent`, or the span of the ensemble or BLS caller): kind SERVER for a client's
+   * request, INTERNAL for a model's (`fromModel`).
    */
-  startRequest(model: string, version: string, requestId: string, rows: number, startMs: number, parent: TraceParent | undefined): RequestSpan {
+  startRequest(model: string, version: string, requestId: string, rows: number, startMs: number, parent: TraceParent | undefined, fromModel: boolean): RequestSpan {
     const ctx = parent ? this.propagator.extract(ROOT_CONTEXT, parent, getter) : ROOT_CONTEXT;
     const span = this.tracer.startSpan(
       model,
       {
-        kind: parent && trace.getSpanContext(ctx)?.isRemote === false ? SpanKind.INTERNAL : SpanKind.SERVER,
+        kind: fromModel ? SpanKind.INTERNAL : SpanKind.SERVER,
         startTime: at(startMs),
         attributes: { 'triton.model_name': model, 'triton.model_version': version, 'triton.request_id': requestId, 'triton.batch_size': rows },
       },
