@@ -22,7 +22,12 @@ from PIL import Image
 from conftest import start_server, stop_server
 
 COLLECTOR = shutil.which("otelcol-tstriton")
-pytestmark = pytest.mark.skipif(COLLECTOR is None, reason="otelcol-tstriton is not installed (scripts/install-deploy-tools.sh)")
+if COLLECTOR is None:
+    # As the deployment tests: skipped where the collector is missing outside CI, a failure in CI.
+    message = "otelcol-tstriton is not installed (scripts/install-deploy-tools.sh builds it)"
+    if os.environ.get("CI"):
+        raise RuntimeError(message)
+    pytest.skip(message, allow_module_level=True)
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT_ID = "00f067aa0ba902b7"
