@@ -151,3 +151,22 @@ def test_grafana_dashboard_reads_only_served_metrics(observability):
                     for label in [l.strip() for l in by.split(",")]:
                         if label not in ("le", "instance"):  # instance comes from Prometheus' scrape
                             assert any(label in l for l, _ in metrics[name]), (panel["title"], name, label)
+
+
+def test_worker_custom_metrics_reach_the_metrics_port(observability):
+    """The worker-instance model `counted` counts rows and observes batch sizes through context.metrics."""
+    client = httpclient.InferenceServerClient(observability.http_url)
+    before = scrape(observability)
+    counted = {"model": "counted", "version": "1"}
+    start_rows = value(before, "counted_rows_total", **counted) if "counted_rows_total" in before else 0
+    start_batches = value(before, "counted_batch_requests_count", **counted) if "counted_batch_requests_count" in before else 0
+    for rows in [1, 2, 3, 4]:
+        x = httpclient.InferInput("x", [rows, 2], "FP32")
+        x.set_data_from_numpy(np.ones((rows, 2), np.float32))
+        client.infer("counted", [x])
+    metrics = scrape(observability)
+    assert value(metrics, "counted_rows_total", **counted) - start_rows == 10
+    # one request at a time: four batches of one request each
+    assert value(metrics, "counted_batch_requests_count", **counted) - start_batches == 4
+    assert value(metrics, "counted_batch_requests_bucket", le="1", **counted) == value(metrics, "counted_batch_requests_count", **counted)
+    assert {frozenset(l) for l, _ in metrics["counted_rows_total"]} == {frozenset({"model", "version"})}
