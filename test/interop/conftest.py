@@ -1,8 +1,10 @@
 """Starts the example server (`dist/examples/serve.js`) on free ports for the interop tests."""
 import json
 import os
+import signal
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -39,8 +41,10 @@ def start_server(script="dist/examples/serve.js", env=None, timeout=30, command=
                      "TSTRITON_HTTP_ADDRESS": "127.0.0.1", "TSTRITON_GRPC_ADDRESS": "127.0.0.1",
                      "TSTRITON_METRICS_ADDRESS": "127.0.0.1"})
     full_env.update(env or {})
+    # A process group of its own: a wrapper (npx) passes no signal on to the server it starts, so stop_server
+    # signals the whole group.
     proc = subprocess.Popen(command or ["node", str(ROOT / script)], cwd=cwd, env=full_env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     log = []
     found = threading.Event()
     holder = {}
@@ -65,13 +69,35 @@ def start_server(script="dist/examples/serve.js", env=None, timeout=30, command=
 
 
 def stop_server(server, timeout=30):
-    if server.proc.poll() is None:
-        server.proc.terminate()
-        try:
-            server.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            server.proc.kill()
+    """SIGTERM to the server's process group; waits for every process in it (SIGKILL after `timeout` seconds).
+    Returns the exit code of the process started."""
+    group = server.proc.pid
+    if server.proc.poll() is None or _group_alive(group):
+        _signal_group(group, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while (server.proc.poll() is None or _group_alive(group)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if server.proc.poll() is None or _group_alive(group):
+            _signal_group(group, signal.SIGKILL)
+            server.proc.wait()
     return server.proc.returncode
+
+
+def _signal_group(group, sig):
+    try:
+        os.killpg(group, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _group_alive(group):
+    try:
+        os.killpg(group, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
 
 
 @pytest.fixture(scope="session")
