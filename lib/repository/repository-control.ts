@@ -300,13 +300,19 @@ function parseConfigJson(text: string, name: string): ModelConfigJson {
 function writeOverride(name: string, files: Readonly<Record<string, Buffer>>): string {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'tstriton-load-'));
   const modelDir = path.join(root, name);
-  for (const [rel, content] of Object.entries(files)) {
-    const target = path.resolve(modelDir, rel);
-    if (!target.startsWith(modelDir + path.sep)) {
-      throw new TritonError('INVALID_ARGUMENT', `failed to load '${name}': file parameter 'file:${rel}' points outside the model folder`);
+  try {
+    for (const [rel, content] of Object.entries(files)) {
+      const target = path.resolve(modelDir, rel);
+      if (!target.startsWith(modelDir + path.sep)) {
+        throw new TritonError('INVALID_ARGUMENT', `failed to load '${name}': file parameter 'file:${rel}' points outside the model folder`);
+      }
+      fs.mkdirSync(path.dirname(target), { recursive: true });
+      fs.writeFileSync(target, content);
     }
-    fs.mkdirSync(path.dirname(target), { recursive: true });
-    fs.writeFileSync(target, content);
+  } catch (err) {
+    // A refused or failed write leaves no folder behind.
+    fs.rmSync(root, { recursive: true, force: true });
+    throw err;
   }
   return root;
 }

@@ -227,9 +227,13 @@ describe('serving a model repository folder', () => {
     };
     expect((await post('/v2/repository/models/uploaded/load', body)).status).toBe(200);
     expect((await inferIdentity('uploaded')).status).toBe(200);
+    const loadFolders = () => fs.readdirSync(os.tmpdir()).filter((f) => f.startsWith('tstriton-load-')).sort();
+    const before = loadFolders();
     const outside = await post('/v2/repository/models/evil/load', { parameters: { config: '{}', 'file:../../x.onnx': 'AAAA' } });
     expect(outside.status).toBe(400);
     expect(((await outside.json()) as { error: string }).error).toMatch(/points outside the model folder/);
+    // The refused load left no folder of its own behind.
+    expect(loadFolders().filter((f) => !before.includes(f))).toEqual([]);
   });
 
   it('explicit mode: an unload lets the requests in flight finish, then the model is gone', async () => {
