@@ -16,10 +16,9 @@ import { handleGenerate } from './generate';
 import { decodeHttpInfer, encodeHttpInfer, type EncodedHttpInfer } from './infer-codec';
 import { inferModel } from '../infer-request';
 import { RestrictedApis, httpApiGroup, httpRestrictedError } from '../restricted-api';
-import { serverTlsMaterial } from '../tls';
 import { decodeSegment, originForm } from './request-target';
-import { answerParserError } from './parser-errors';
-import { ConnectionDrain } from './connection-drain';
+import type { ConnectionDrain } from './connection-drain';
+import { createNodeHttpServer } from './node-server';
 import { isOpenAiPath, OpenAiFrontend } from '../openai/openai-frontend';
 
 /** `/v2/logging`. */
@@ -61,13 +60,7 @@ export class HttpServer {
     this.router = express.Router();
     this.app = buildApp(core, this.router, (err, req, res) => this.escaped(err, req, res));
     const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => this.handle(req, res);
-    const tls = serverTlsMaterial('http', core.config);
-    this.server = tls
-      ? https.createServer({ noDelay: true, cert: tls.cert, key: tls.key, ...(tls.ca ? { ca: tls.ca } : {}), requestCert: tls.mutual, rejectUnauthorized: tls.mutual }, handler)
-      : http.createServer({ noDelay: true }, handler);
-    this.server.keepAliveTimeout = 65_000;
-    this.server.on('clientError', answerParserError);
-    this.connections = new ConnectionDrain(this.server);
+    ({ server: this.server, connections: this.connections } = createNodeHttpServer(core.config, handler));
   }
 
   /** Starts listening; resolves with the bound port. */

@@ -2,13 +2,12 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import { TritonError, SERVER_STOPPING_MESSAGE } from '../../errors';
 import type { Logger } from '../../logger';
-import { ConnectionDrain } from '../http/connection-drain';
-import { answerParserError } from '../http/parser-errors';
+import type { ConnectionDrain } from '../http/connection-drain';
+import { createNodeHttpServer } from '../http/node-server';
 import { originForm } from '../http/request-target';
 import { listenOn } from '../listen';
 import { RestrictedApis } from '../restricted-api';
 import type { ServerCore, Transport } from '../server-core';
-import { serverTlsMaterial } from '../tls';
 import { isOpenAiPath, OpenAiFrontend } from './openai-frontend';
 import { sendOpenAiError } from './openai-error';
 
@@ -39,13 +38,7 @@ export class OpenAiServer implements Transport {
       if (isOpenAiPath(path)) frontend.handle(req, res, path);
       else sendOpenAiError(res, new TritonError('NOT_FOUND', `Invalid URL (${req.method ?? ''} ${path})`));
     };
-    const tls = serverTlsMaterial('http', core.config);
-    this.server = tls
-      ? https.createServer({ noDelay: true, cert: tls.cert, key: tls.key, ...(tls.ca ? { ca: tls.ca } : {}), requestCert: tls.mutual, rejectUnauthorized: tls.mutual }, handler)
-      : http.createServer({ noDelay: true }, handler);
-    this.server.keepAliveTimeout = 65_000;
-    this.server.on('clientError', answerParserError);
-    this.connections = new ConnectionDrain(this.server);
+    ({ server: this.server, connections: this.connections } = createNodeHttpServer(core.config, handler));
   }
 
   start(): Promise<number> {
