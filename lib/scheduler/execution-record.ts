@@ -1,3 +1,4 @@
+import type { Request, Response } from '../callable';
 import type { Instance } from '../instances/instance';
 
 /** A request's result together with where its time went. */
@@ -20,4 +21,13 @@ export interface ExecutionRecord {
   readonly computeOutputNs: number;
   readonly instance: Instance;
   readonly failed: boolean;
+}
+
+/** Runs a batch on an instance; an instance that throws instead of rejecting fails the batch in the same way. */
+export function executeOn(instance: Instance, requests: Request[]): Promise<Response[]> {
+  try {
+    return instance.execute(requests);
+  } catch (err) {
+    return Promise.reject(err);
+  }
 }

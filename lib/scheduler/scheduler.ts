@@ -5,7 +5,7 @@ import { BatchNotStarted } from '../instances/instance-errors';
 import { PriorityQueue, type QueuePolicyOptions, type Pending } from './priority-queue';
 import { ResponseStream } from './response-stream';
 import { runStreamBatch } from './stream-execution';
-import type { ExecutionRecord, Scheduled } from './execution-record';
+import { executeOn, type ExecutionRecord, type Scheduled } from './execution-record';
 import { CANCELLATION, cancelledError, type Cancellable } from '../cancellation';
 
 export type { ExecutionRecord, Scheduled } from './execution-record';
@@ -290,13 +290,7 @@ export class Scheduler<T = Response> {
     const start = now();
     const requests: Request[] = new Array(batch.length);
     for (let i = 0; i < batch.length; i++) requests[i] = (batch[i] as Pending).request;
-    let execution: Promise<Response[]>;
-    try {
-      execution = instance.execute(requests);
-    } catch (err) {
-      execution = Promise.reject(err);
-    }
-    execution.then(
+    executeOn(instance, requests).then(
       (responses) => this.completed(instance, batch, seq, start, responses, undefined),
       (err: unknown) => this.completed(instance, batch, seq, start, undefined, err ?? new Error('the instance failed without a reason')),
     );

@@ -5,7 +5,7 @@ import type { Instance } from '../instances/instance';
 import { BatchNotStarted } from '../instances/instance-errors';
 import { CANCELLATION, cancelledError, type Cancellable, type Cancellation } from '../cancellation';
 import type { Tensor } from '../tensor/tensor';
-import type { ExecutionRecord, Scheduled } from './execution-record';
+import { executeOn, type ExecutionRecord, type Scheduled } from './execution-record';
 import type { RequestScheduler } from './request-scheduler';
 import type { EnqueueOptions, Finalize, SchedulerHooks } from './scheduler';
 import { ResponseStream } from './response-stream';
@@ -424,13 +424,7 @@ export class SequenceBatcher<T> implements RequestScheduler<T> {
     const real = entries.filter((e) => e !== undefined).length;
     this.executing += real;
     const start = now();
-    let execution: Promise<Response[]>;
-    try {
-      execution = instance.execute(requests);
-    } catch (err) {
-      execution = Promise.reject(err);
-    }
-    execution.then(
+    executeOn(instance, requests).then(
       (responses) => this.completed(instance, owners, entries, start, responses, undefined, keeps),
       (err: unknown) => this.completed(instance, owners, entries, start, undefined, err ?? new Error('the instance failed without a reason'), keeps),
     );
