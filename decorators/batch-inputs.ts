@@ -157,5 +157,5 @@ function concatParts(requests: readonly Request[], name: string, where: string, 
       );
     }
   });
-  return concatBatch(parts);
+  return concatBatch(parts, requests);
 }

@@ -16,6 +16,7 @@ import { Metrics, MetricsServer } from './metrics/metrics';
 import { HttpServer } from './server/http/http-server';
 import { OpenAiServer } from './server/openai/openai-server';
 import { SharedMemoryManager } from './server/shared-memory';
+import { BufferPool } from './tensor/buffer-pool';
 import { logSettingsOf, updateLogSettings, type LogSettings } from './log-settings';
 import { Tracer, type TraceSettings } from './trace';
 import type { RepositoryIndexEntry, ServerCore, ServerMetadata, Transport } from './server/server-core';
@@ -65,6 +66,7 @@ export class Triton implements ServerCore, AsyncDisposable {
   readonly responseCache: ResponseCache | undefined;
   /** System shared-memory regions clients registered (when `allowSharedMemory`). */
   readonly sharedMemory: SharedMemoryManager;
+  readonly requestBuffers: BufferPool;
   /** The trace extension: its settings, and the traces it writes to `traceFile`. */
   readonly tracer: Tracer;
 
@@ -92,6 +94,7 @@ export class Triton implements ServerCore, AsyncDisposable {
     this.logger = createLogger(this.config.logLevel);
     this.responseCache = this.config.responseCacheByteSize > 0 ? new ResponseCache(this.config.responseCacheByteSize) : undefined;
     this.sharedMemory = new SharedMemoryManager(this.config.allowSharedMemory);
+    this.requestBuffers = new BufferPool(this.config.requestBufferPoolByteSize);
     this.tracer = new Tracer(this.config.traceFile, this.config.traceConfig);
     this.metrics = new Metrics(this.repository, this.responseCache, this.config);
     this.building = {

@@ -80,6 +80,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'json-max-depth', kind: 'integer', field: 'jsonMaxDepth', commands: SERVE, placeholder: 'n', summary: 'deepest JSON nesting accepted in a request' },
   { name: 'grpc-max-message-size', kind: 'integer', field: 'grpcMaxMessageSize', commands: SERVE, placeholder: 'bytes', summary: 'largest gRPC message, received or sent; -1 for no limit' },
   { name: 'grpc-flow-control-window', kind: 'integer', field: 'grpcFlowControlWindow', commands: SERVE, placeholder: 'bytes', summary: 'HTTP/2 flow-control window of each gRPC call' },
+  { name: 'request-buffer-pool-byte-size', kind: 'integer', field: 'requestBufferPoolByteSize', commands: SERVE, placeholder: 'bytes', summary: 'memory kept for reuse by requests of 1 MiB or more; 0 for none' },
   { name: 'allow-shared-memory', kind: 'boolean', field: 'allowSharedMemory', commands: SERVE, summary: 'let clients register system shared-memory regions' },
   { name: 'server-version', kind: 'string', field: 'serverVersion', default: 'the package version', commands: SERVE, placeholder: 'version', summary: 'version reported by server metadata' },
   // OpenAI-compatible API.

@@ -32,6 +32,7 @@ export interface TritonConfigInit {
   jsonMaxDepth?: number;
   grpcMaxMessageSize?: number;
   grpcFlowControlWindow?: number;
+  requestBufferPoolByteSize?: number;
   strictReadiness?: boolean;
   serverVersion?: string;
   httpHeaderForwardPattern?: string;
@@ -83,6 +84,7 @@ const KEYS = [
   'jsonMaxDepth',
   'grpcMaxMessageSize',
   'grpcFlowControlWindow',
+  'requestBufferPoolByteSize',
   'strictReadiness',
   'serverVersion',
   'httpHeaderForwardPattern',
@@ -188,6 +190,16 @@ export class TritonConfig {
   @Min(65_535)
   @Max(2 ** 31 - 1)
   grpcFlowControlWindow = 8 * 1024 * 1024;
+
+  /**
+   * Bytes of memory kept for reuse by request messages of 1 MiB or more (gRPC ModelInfer and HTTP binary bodies):
+   * such a request is received into a buffer from this pool, given back once its response is sent, so large
+   * tensors do not make work for the garbage collector. A request's input tensors are then valid until its
+   * response is sent (copy one to keep it longer). 0 turns the pool off: every message gets a buffer of its own.
+   */
+  @IsInt()
+  @Min(0)
+  requestBufferPoolByteSize = 64 * 1024 * 1024;
 
   /** Server readiness also requires every model to be ready. */
   @IsBoolean()

@@ -1,4 +1,5 @@
 import type { ParameterValue, ResponseParameters, SequenceInfo } from '../callable';
+import type { RequestMemory } from '../tensor/buffer-pool';
 import type { Cancellation } from '../cancellation';
 import type { Tensor } from '../tensor/tensor';
 import type { RequestSpan } from '../trace';
@@ -44,6 +45,11 @@ export interface InferenceRequest {
    * assembled itself): a worker instance may move it to its thread instead of copying the inputs out of it.
    */
   readonly movableBuffer?: ArrayBufferLike;
+  /**
+   * The pooled memory the request's tensors live in, which the transport releases once the response is written;
+   * a batch of its inputs may be copied into more of it (`concatBatch`).
+   */
+  readonly memory?: RequestMemory;
   /** `sequence_id`, `sequence_start` and `sequence_end`, when the request named a sequence. */
   readonly sequence?: SequenceInfo;
 }

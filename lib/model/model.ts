@@ -1,4 +1,5 @@
 import type { InferCall, Request, Response } from '../callable';
+import { REQUEST_MEMORY } from '../tensor/buffer-pool';
 import { Cancellation } from '../cancellation';
 import type { CustomMetrics } from '../custom-metrics';
 import { warmupRequests } from './warmup';
@@ -356,6 +357,7 @@ export class Model {
     this.created++;
     const request = new ScheduledRequest(inputs, req.parameters, requestedOutputs, req.id, cancellation, req.movableBuffer);
     if (req.sequence) request.sequence = req.sequence;
+    if (req.memory) request[REQUEST_MEMORY] = req.memory;
     const job = new RequestJob(this, req, request, rows, batchKey, cancellation);
     const span = this.tracer?.start(this.name, this.version, req.id, rows, job.start, req.traceParent, req.chain !== undefined && req.chain.length > 0);
     const bls = this.bls;

@@ -1,4 +1,5 @@
 import { MOVABLE_BUFFER, type Request } from '../callable';
+import { REQUEST_MEMORY, type RequestMemory } from '../tensor/buffer-pool';
 import { CANCELLATION, cancelledError, type Cancellation } from '../cancellation';
 import { TritonError } from '../errors';
 import { MAX_TIMER_MS } from '../scheduler/priority-queue';
@@ -17,6 +18,7 @@ export class ScheduledRequest implements Request {
   sequence: Request['sequence'];
   readonly [CANCELLATION]: Cancellation;
   readonly [MOVABLE_BUFFER]: ArrayBufferLike | undefined;
+  [REQUEST_MEMORY]: RequestMemory | undefined;
 
   constructor(
     readonly inputs: Request['inputs'],

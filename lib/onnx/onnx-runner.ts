@@ -76,7 +76,7 @@ export class OnnxRunner {
     const feeds: Record<string, ort.Tensor> = {};
     for (const name of Object.keys(first.inputs)) {
       const parts = requests.map((r) => r.inputs[name] as Tensor);
-      const t = this.settings.batching ? concatBatch(parts) : (parts[0] as Tensor);
+      const t = this.settings.batching ? concatBatch(parts, requests) : (parts[0] as Tensor);
       feeds[name] = this.toOrt(this.reshaped(t, name, 'model'), name);
     }
     const wanted = new Set<string>();

@@ -6,6 +6,7 @@ import type { LoadOverride, RepositoryIndexEntry } from '../model/model-control'
 
 export type { RepositoryIndexEntry };
 import type { SharedMemoryManager } from './shared-memory';
+import type { BufferPool } from '../tensor/buffer-pool';
 import type { LogSettings } from '../log-settings';
 import type { TraceSettings } from '../trace';
 
@@ -22,6 +23,8 @@ export interface ServerCore {
   readonly repository: ModelRepository;
   /** System shared-memory regions clients registered. */
   readonly sharedMemory: SharedMemoryManager;
+  /** Memory for large request messages, reused between requests (`requestBufferPoolByteSize`). */
+  readonly requestBuffers: BufferPool;
   isLive(): boolean;
   isReady(): boolean;
   metadata(): ServerMetadata;

@@ -1,4 +1,5 @@
 import { TritonError, invalidArgument } from '../errors';
+import { batchMemory } from './buffer-pool';
 import { DTYPES, type DataType, type TensorData } from './dtype';
 
 /** A tensor: datatype, shape (row-major) and elements. */
@@ -69,8 +70,12 @@ export function wireByteLength(t: Tensor): number {
 /**
  * Concatenates tensors along dim 0 into one. All parts must share dtype and non-batch dims; this is the
  * one copy the batching path makes. A single part is returned as it is.
+ *
+ * `requests`, the server requests the parts come from: a large batch is then copied into memory from the
+ * server's request buffer pool, held until every one of their responses is written (see
+ * `requestBufferPoolByteSize`), rather than into a new buffer for the garbage collector.
  */
-export function concatBatch<D extends DataType>(parts: readonly Tensor<D>[]): Tensor<D> {
+export function concatBatch<D extends DataType>(parts: readonly Tensor<D>[], requests?: readonly object[]): Tensor<D> {
   const first = parts[0];
   if (!first) throw new TritonError('INTERNAL', 'concatBatch needs at least one tensor');
   if (parts.length === 1) return first;
@@ -84,10 +89,12 @@ export function concatBatch<D extends DataType>(parts: readonly Tensor<D>[]): Te
   }
   const adjacent = contiguousView(parts);
   if (adjacent) return { dtype: first.dtype, shape, data: adjacent as TensorData<D> };
-  const Ctor = DTYPES[first.dtype].array as unknown as new (n: number) => { set(a: ArrayLike<unknown>, o: number): void };
+  const row = DTYPES[first.dtype];
+  const Ctor = row.array as unknown as new (...args: [number] | [ArrayBuffer, number, number]) => { set(a: ArrayLike<unknown>, o: number): void };
   let total = 0;
   for (const p of parts) total += p.data.length;
-  const out = new Ctor(total);
+  const memory = requests && batchMemory(requests, total * row.size);
+  const out = memory ? new Ctor(memory, 0, total) : new Ctor(total);
   let offset = 0;
   for (const p of parts) {
     out.set(p.data as unknown as ArrayLike<unknown>, offset);

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import * as http2 from 'node:http2';
 import { Metadata, status as Status, type StatusObject } from '@grpc/grpc-js';
+import { RequestMemory, type BufferLease, type BufferPool } from '../../tensor/buffer-pool';
 
 /** What a unary handler answers with: a status, or null and the response. */
 export type UnaryCallback<Res> = (err: Partial<StatusObject> | null, value?: Res) => void;
@@ -18,6 +19,12 @@ export interface DirectUnaryMethod<Res> {
   /** Largest message received or sent, in bytes; -1 for no limit. */
   maxReceive: number;
   maxSend: number;
+  /**
+   * Where large request messages are received. Each call gets a RequestMemory (`memory`), released once a
+   * message answer is written: the handler must be done with the request when it answers with a message. An
+   * error status keeps its buffers out of the pool, since work on the request may still be running.
+   */
+  buffers?: BufferPool;
 }
 
 /** `grpc-timeout`: up to 8 digits and a unit (gRPC over HTTP/2). */
@@ -75,6 +82,10 @@ export class DirectUnaryCall<Res> extends EventEmitter {
   private body: Buffer | undefined;
   private bodyRead = 0;
   private messages = 0;
+  /** The pooled memory of this call's request, when the method has a pool. */
+  readonly memory: RequestMemory | undefined;
+  /** The request message's pooled buffer, when it has one. */
+  private lease: BufferLease | undefined;
 
   constructor(
     private readonly stream: http2.ServerHttp2Stream,
@@ -86,6 +97,7 @@ export class DirectUnaryCall<Res> extends EventEmitter {
     const metadata = Metadata.fromHttp2Headers(headers);
     for (const h of TRANSPORT_HEADERS) metadata.remove(h);
     this.metadata = metadata;
+    this.memory = method.buffers && new RequestMemory(method.buffers);
     // Read now: once the stream closes, its session may have no socket left.
     const socket = stream.session?.socket;
     this.peer = !socket?.remoteAddress ? 'unknown' : socket.remotePort ? `${socket.remoteAddress}:${socket.remotePort}` : socket.remoteAddress;
@@ -106,6 +118,16 @@ export class DirectUnaryCall<Res> extends EventEmitter {
 
   getPeer(): string {
     return this.peer;
+  }
+
+  /**
+   * The ArrayBuffer that holds the request message and nothing anyone else reads, when the message is large
+   * enough to have one: its decoder may move bytes within it, and a worker instance may take it.
+   */
+  requestMemory(): ArrayBuffer | undefined {
+    if (this.lease) return this.lease.arrayBuffer;
+    // Buffer.allocUnsafe gives a buffer this large an ArrayBuffer of its own.
+    return this.request.length >= OWN_BUFFER_BYTES ? (this.request.buffer as ArrayBuffer) : undefined;
   }
 
   private read(chunk: Buffer): void {
@@ -144,9 +166,9 @@ export class DirectUnaryCall<Res> extends EventEmitter {
       this.sendStatus({ code: Status.RESOURCE_EXHAUSTED, details: `Received message larger than max (${length} vs ${max})` });
       return false;
     }
-    // The 5-byte prefix stays in front, as grpc-js leaves it: a message of 64 KiB or more then owns its
-    // ArrayBuffer (see ownsItsBuffer in infer-request-decoder.ts) and its raw inputs can be used in place.
-    const framed = Buffer.allocUnsafe(5 + length);
+    // The 5-byte prefix stays in front, as grpc-js leaves it.
+    this.lease = this.memory?.lease(5 + length);
+    const framed = this.lease ? this.lease.bytes : Buffer.allocUnsafe(5 + length);
     this.prefix.copy(framed, 0);
     this.body = framed.subarray(5);
     this.bodyRead = 0;
@@ -193,6 +215,17 @@ export class DirectUnaryCall<Res> extends EventEmitter {
       stream.sendTrailers({ 'grpc-status': String(Status.OK), 'grpc-message': 'OK' });
       this.notifyCancelled();
     });
+    const memory = this.memory;
+    if (memory) {
+      // The response may view the request's memory (an output that is an input): it goes back once every
+      // write is done ('finish') and the stream is over ('close'). A stream reset before then keeps it.
+      let pending = 2;
+      const done = (): void => {
+        if (--pending === 0) memory.release();
+      };
+      stream.once('finish', done);
+      stream.once('close', done);
+    }
     stream.cork();
     for (const piece of framed.pieces) stream.write(piece);
     stream.end();
@@ -235,4 +268,6 @@ export class DirectUnaryCall<Res> extends EventEmitter {
 }
 
 const EMPTY = Buffer.alloc(0);
+/** Buffer.allocUnsafe's pool serves up to half its 8 KiB; a message this large has its ArrayBuffer to itself. */
+const OWN_BUFFER_BYTES = 64 * 1024;
 const RESPONSE_HEADERS_ONLY: http2.OutgoingHttpHeaders = { ':status': 200, 'content-type': 'application/grpc+proto' };

@@ -55,6 +55,7 @@ export class GrpcServer implements Transport {
       path: MODEL_INFER_PATH,
       handler: inference.ModelInfer as unknown as UnaryHandler<ModelInferResponseMessage>,
       encode: encodeFramedModelInferResponse,
+      buffers: core.requestBuffers,
       maxReceive: max,
       maxSend: max,
     };

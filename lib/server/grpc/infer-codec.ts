@@ -1,4 +1,5 @@
 import type { Cancellation } from '../../cancellation';
+import type { RequestMemory } from '../../tensor/buffer-pool';
 import { toTritonError, invalidArgument } from '../../errors';
 import type { InferenceRequest, InferenceResponse, NamedTensor } from '../../model/inference';
 import type { Model } from '../../model/model';
@@ -21,9 +22,9 @@ export const GRPC_ALLOWED_TRITON_KEYS: ReadonlySet<string> = new Set(['triton_en
  * throw ends the call at once with INTERNAL, which on a stream drops the answers still owed to the requests
  * before the bad message.
  */
-export function parseModelInferRequest(bytes: Buffer): ModelInferRequestMessage {
+export function parseModelInferRequest(bytes: Buffer, memory?: ArrayBuffer): ModelInferRequestMessage {
   try {
-    return decodeModelInferRequest(bytes);
+    return decodeModelInferRequest(bytes, memory);
   } catch (err) {
     throw toTritonError(err, 'INVALID_ARGUMENT');
   }
@@ -40,6 +41,7 @@ export function decodeGrpcInfer(
   cancellation: Cancellation,
   deadline?: number,
   sharedMemory?: SharedMemoryManager,
+  memory?: RequestMemory,
 ): InferenceRequest {
   const { parameters, priority, timeoutMicroseconds, sequence } = isEmpty(msg.parameters)
     ? NO_PARAMETERS
@@ -87,6 +89,7 @@ export function decodeGrpcInfer(
     cancellation,
     deadline,
     movableBuffer: msg.movableBuffer,
+    memory,
   };
 }
 

@@ -23,8 +23,9 @@ const FIXED32 = 5;
  * `raw_input_contents` as views on the received buffer. Unknown fields are skipped, as protobuf requires, and so
  * is a known field sent with another wire type than its own, as protobuf's C++ parser (Triton's) skips it rather
  * than misread its bytes. A truncated field or a length beyond its message is malformed (INVALID_ARGUMENT).
+ * `memory`, when the caller knows it, is the ArrayBuffer that holds this message and nothing else.
  */
-export function decodeModelInferRequest(buf: Buffer): ModelInferRequestMessage {
+export function decodeModelInferRequest(buf: Buffer, memory?: ArrayBuffer): ModelInferRequestMessage {
   const r = new Reader(buf);
   const msg: ModelInferRequestMessage = { model_name: '', model_version: '', id: '', parameters: {}, inputs: [], outputs: [], raw_input_contents: [] };
   while (r.pos < r.end) {
@@ -55,7 +56,8 @@ export function decodeModelInferRequest(buf: Buffer): ModelInferRequestMessage {
         r.skip(tag & 7);
     }
   }
-  if (ownsItsBuffer(buf)) msg.movableBuffer = buf.buffer;
+  if (memory) msg.movableBuffer = memory;
+  else if (ownsItsBuffer(buf)) msg.movableBuffer = buf.buffer;
   return msg;
 }
 

@@ -5,6 +5,7 @@ import { withTraceContext } from '../trace-context';
 import { TritonError } from '../../errors';
 import type { InferenceResponse } from '../../model/inference';
 import type { TrackedCall } from './call-tracker';
+import type { DirectUnaryCall } from './direct-unary';
 import { stoppingError, type GrpcContext } from './grpc-context';
 import { toGrpcStatus } from './grpc-status';
 import { decodeGrpcInfer, encodeGrpcInfer, grpcOutputHandling, parseModelInferRequest } from './infer-codec';
@@ -48,9 +49,10 @@ export function modelInfer(ctx: GrpcContext): handleUnaryCall<Buffer, ModelInfer
     let pending: Promise<InferenceResponse>;
     let outputHandling: Map<string, OutputHandling> | undefined;
     try {
-      const msg = parseModelInferRequest(call.request);
+      const direct = call as Partial<Pick<DirectUnaryCall<unknown>, 'requestMemory' | 'memory'>>;
+      const msg = parseModelInferRequest(call.request, direct.requestMemory?.());
       const model = inferModel(ctx.core, msg.model_name, msg.model_version, 'ModelInfer RPC');
-      const request = decodeGrpcInfer(msg, model, abort, callDeadline(call), ctx.core.sharedMemory);
+      const request = decodeGrpcInfer(msg, model, abort, callDeadline(call), ctx.core.sharedMemory, direct.memory);
       outputHandling = grpcOutputHandling(msg, model, ctx.core.sharedMemory);
       forwardHeaders(request.parameters as Record<string, unknown>, Object.entries(call.metadata.getMap()), ctx.forwardHeader);
       pending = ctx.core.infer(withTraceContext(request, call.metadata.get('traceparent'), call.metadata.get('tracestate')), model);

@@ -3,6 +3,7 @@ import { promisify } from 'node:util';
 import * as zlib from 'node:zlib';
 import { TritonError } from '../../errors';
 import { parseJson } from '../../tensor/lossless-json';
+import type { RequestMemory } from '../../tensor/buffer-pool';
 
 const gunzip = promisify(zlib.gunzip);
 const inflate = promisify(zlib.inflate);
@@ -13,8 +14,9 @@ export const SUPPORTED_ENCODINGS = ['gzip', 'deflate'] as const;
 /**
  * Reads a request body whatever its Content-Type, decompressing gzip or deflate, and enforces `limit`
  * on the decompressed size (and on the compressed size, which can only be smaller for honest input).
+ * With `memory`, a large uncompressed body of known length is read into a buffer from the request buffer pool.
  */
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+export function readBody(req: IncomingMessage, limit: number, memory?: RequestMemory): Promise<Buffer> {
   const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
   if (encoding !== 'identity' && encoding !== 'gzip' && encoding !== 'deflate') {
     return Promise.reject(new TritonError('UNSUPPORTED', `Unsupported compression type '${encoding}'; supported: gzip, deflate, identity`));
@@ -23,6 +25,11 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     // The common case, without an async step of its own.
     const declared = Number(req.headers['content-length']);
     if (Number.isFinite(declared) && declared > limit) return Promise.reject(tooLarge(declared, limit));
+    const lease = memory && Number.isFinite(declared) ? memory.lease(declared) : undefined;
+    if (lease) {
+      assembled.add(lease.arrayBuffer);
+      return collectInto(req, lease.bytes);
+    }
     return collect(req, limit);
   }
   return decompressed(req, limit, encoding);
@@ -71,7 +78,36 @@ function collect(req: IncomingMessage, limit: number): Promise<Buffer> {
   });
 }
 
-/** Bodies assembled from several chunks, into memory of their own (no pool, nothing else in it). */
+/** Reads a body of `into.length` bytes (its Content-Length, which Node's parser holds the client to) into `into`. */
+function collectInto(req: IncomingMessage, into: Buffer): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    let size = 0;
+    let settled = false;
+    req.on('data', (chunk: Buffer) => {
+      if (settled) return;
+      if (size + chunk.length > into.length) {
+        settled = true;
+        reject(new TritonError('INVALID_ARGUMENT', `request body longer than its Content-Length of ${into.length} bytes`));
+        return;
+      }
+      size += chunk.copy(into, size);
+    });
+    req.on('end', () => {
+      if (settled) return;
+      settled = true;
+      resolve(size === into.length ? into : into.subarray(0, size));
+    });
+    const fail = (err: Error) => {
+      if (settled) return;
+      settled = true;
+      reject(new TritonError('CANCELLED', `request body could not be read: ${err.message}`));
+    };
+    req.on('error', fail);
+    req.on('aborted', () => fail(new Error('client closed the connection')));
+  });
+}
+
+/** Bodies assembled from several chunks, into memory of their own (no Node pool, nothing else in it). */
 const assembled = new WeakSet<ArrayBufferLike>();
 
 function assemble(chunks: readonly Buffer[], size: number): Buffer {

@@ -1,4 +1,5 @@
 import * as http from 'node:http';
+import { RequestMemory } from '../../tensor/buffer-pool';
 import * as https from 'node:https';
 import type { Socket } from 'node:net';
 import { listenOn } from '../listen';
@@ -149,17 +150,20 @@ export class HttpServer {
     try {
       const model = inferModel(this.core, modelName, version, 'HTTP end point');
       const limit = this.core.config.httpMaxInputSize;
-      const body = await readBody(req, limit);
+      const memory = this.core.requestBuffers.capacity > 0 ? new RequestMemory(this.core.requestBuffers) : undefined;
+      const body = await readBody(req, limit, memory);
       const ihcl = req.headers['inference-header-content-length'];
       const headerLength = ihcl === undefined ? null : Number(ihcl);
       if (headerLength !== null && !Number.isInteger(headerLength)) {
         throw new TritonError('INVALID_ARGUMENT', `inference header size should be in range (0, ${body.length}), got: ${ihcl}`);
       }
-      const decoded = decodeHttpInfer(body, headerLength, model, this.core.config.jsonMaxDepth, cancellation, ownMemory(body), this.core.sharedMemory);
+      const decoded = decodeHttpInfer(body, headerLength, model, this.core.config.jsonMaxDepth, cancellation, ownMemory(body), this.core.sharedMemory, memory);
       if (this.forward) forwardHeaders(decoded.request.parameters as Record<string, unknown>, Object.entries(req.headers), this.forward);
       const response = await this.core.infer(withTraceContext(decoded.request, req.headers.traceparent, req.headers.tracestate), model);
       const { json, blobs } = encodeHttpInfer(response, decoded);
       const encoding = negotiateEncoding(req.headers['accept-encoding'] as string | undefined);
+      // The response may view the request's memory: it goes back once the response is handed to the socket.
+      if (memory) res.once('finish', () => memory.release());
       if (encoding) await writeCompressed(res, encoding, json, blobs);
       else writeInferResponse(res, json, blobs);
       response.span?.sent('HTTP');

@@ -1,4 +1,5 @@
 import { constants as bufferConstants } from 'node:buffer';
+import type { RequestMemory } from '../../tensor/buffer-pool';
 import type { Cancellation } from '../../cancellation';
 import { TritonError, invalidArgument } from '../../errors';
 import type { InferenceRequest, InferenceResponse, NamedTensor } from '../../model/inference';
@@ -37,6 +38,7 @@ export function decodeHttpInfer(
   cancellation: Cancellation,
   movableBuffer?: ArrayBufferLike,
   sharedMemory?: SharedMemoryManager,
+  memory?: RequestMemory,
 ): DecodedHttpInfer {
   if (headerLength === 0) return decodeRawBinary(body, model, cancellation);
   const jsonLength = headerLength ?? body.length;
@@ -128,6 +130,7 @@ export function decodeHttpInfer(
       ...(sequence && { sequence }),
       cancellation,
       movableBuffer,
+      memory,
     },
     binaryByOutput,
     binaryDefault: binaryDataOutput,
