@@ -63,6 +63,7 @@ export function decodeHttpInfer(
 
   if (!Array.isArray(header.inputs)) throw invalidArgument(`the inference request must have an 'inputs' array, got ${describeValue(header.inputs)}`);
   let offset = jsonLength;
+  const align = movableBuffer ? new InPlaceAligner(body) : undefined;
   const inputs: NamedTensor[] = header.inputs.map((raw: unknown, i: number) => {
     if (!isObject(raw)) throw invalidArgument(`input ${i} must be an object, got ${describeValue(raw)}`);
     const name = raw.name;
@@ -95,7 +96,7 @@ export function decodeHttpInfer(
       if (offset + size > body.length) {
         throw invalidArgument(`unexpected size for input '${name}', expecting ${offset + size - body.length} additional bytes for model '${model.name}'`);
       }
-      const bytes = body.subarray(offset, offset + size);
+      const bytes = align && dtype !== 'BYTES' ? align.place(offset, size, DTYPES[dtype].size) : body.subarray(offset, offset + size);
       offset += size;
       return { name, tensor: { dtype, shape, data: decodeBinary(dtype, shape, bytes, what) } };
     }
@@ -250,4 +251,30 @@ function isShape(v: unknown): v is number[] {
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * Moves misaligned binary inputs back, in place, to where a typed array of their element size can view them, in a
+ * body that holds this request alone (`movableBuffer`). The JSON header in front of the binary section is parsed
+ * and no longer read, so each input may move back over it, or over room the input before it left by moving, by
+ * less than its element size; a 4 MB tensor then costs a memmove rather than a new 4 MB buffer. Inputs lie in the
+ * body in order, and are placed in that order.
+ */
+class InPlaceAligner {
+  /** Where the last placed input ends (body offset); nothing before it may be overwritten. */
+  private placedEnd = 0;
+
+  constructor(private readonly body: Buffer) {}
+
+  place(offset: number, size: number, elementSize: number): Buffer {
+    const absolute = this.body.byteOffset + offset;
+    const target = offset - (absolute % elementSize);
+    if (target !== offset && target >= this.placedEnd) {
+      this.body.copyWithin(target, offset, offset + size);
+      this.placedEnd = target + size;
+      return this.body.subarray(target, target + size);
+    }
+    this.placedEnd = offset + size;
+    return this.body.subarray(offset, offset + size);
+  }
 }

@@ -129,3 +129,46 @@ describe('decodeHttpInfer with binary data refuses sizes the body does not hold'
     expect(decode(withInput({})).request.inputs[0]?.tensor.shape).toEqual([1, 2]);
   });
 });
+
+describe('decodeHttpInfer with a body that owns its memory (movableBuffer)', () => {
+  /** A body whose JSON header leaves each binary input misaligned: A (FP32 ×3) then B (FP32 ×2). */
+  function misaligned(): { body: Buffer; head: number } {
+    const text = Buffer.from(
+      '{"inputs":[{"name":"A","datatype":"FP32","shape":[1,3],"parameters":{"binary_data_size":12}},' +
+        '{"name":"B","datatype":"FP32","shape":[1,2],"parameters":{"binary_data_size":8}}]}',
+    );
+    // Spaces after the JSON leave the binary section one byte past a multiple of 4.
+    const json = Buffer.concat([text, Buffer.from(' '.repeat((5 - (text.length % 4)) % 4))]);
+    const memory = new ArrayBuffer(json.length + 20);
+    const body = Buffer.from(memory);
+    json.copy(body);
+    new DataView(memory).setFloat32(json.length, 1.5, true);
+    new DataView(memory).setFloat32(json.length + 4, -2, true);
+    new DataView(memory).setFloat32(json.length + 8, 3.25, true);
+    new DataView(memory).setFloat32(json.length + 12, 1e30, true);
+    new DataView(memory).setFloat32(json.length + 16, -7.5, true);
+    return { body, head: json.length };
+  }
+  const twoInputs = { ...model, inputs: [model.inputs[0], { name: 'B', dtype: 'FP32', shape: [-1] }] } as unknown as Model;
+
+  it('moves misaligned binary inputs back in place: views of the body, not copies', () => {
+    const { body, head } = misaligned();
+    expect(head % 4).toBe(1);
+    const { request } = decodeHttpInfer(body, head, twoInputs, 100, new Cancellation(), body.buffer);
+    const [a, b] = request.inputs.map((i) => i.tensor.data as Float32Array);
+    expect(Array.from(a!)).toEqual([1.5, -2, 3.25]);
+    expect(Array.from(b!)).toEqual([Math.fround(1e30), -7.5]);
+    expect(a!.buffer).toBe(body.buffer);
+    expect(b!.buffer).toBe(body.buffer);
+    expect(b!.byteOffset).toBeGreaterThanOrEqual(a!.byteOffset + a!.byteLength);
+  });
+
+  it('copies them out of a body it does not own, leaving the body as it was', () => {
+    const { body, head } = misaligned();
+    const before = Buffer.from(body);
+    const { request } = decodeHttpInfer(body, head, twoInputs, 100, new Cancellation());
+    expect(Array.from(request.inputs[0]!.tensor.data as Float32Array)).toEqual([1.5, -2, 3.25]);
+    expect((request.inputs[0]!.tensor.data as Float32Array).buffer).not.toBe(body.buffer);
+    expect(body.equals(before)).toBe(true);
+  });
+});
