@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { validateSync } from 'class-validator';
+import { validateSync } from '../config/class-validator';
 import { envName, LOG_LEVELS, TritonConfig, type LogLevel, type TritonConfigInit } from '../config/triton-config';
 import { FLAGS, usageError, type FlagValue } from './flags';
 

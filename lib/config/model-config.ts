@@ -9,7 +9,7 @@ import {
   Max,
   Min,
   ValidateNested,
-} from 'class-validator';
+} from './class-validator';
 import { TritonError } from '../errors';
 import { DATA_TYPES, type DataType } from '../tensor/dtype';
 import { assignKnown } from './validate';

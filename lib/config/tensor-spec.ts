@@ -1,4 +1,4 @@
-import { IsArray, IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Min } from 'class-validator';
+import { IsArray, IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Min } from './class-validator';
 import { DATA_TYPES, type DataType } from '../tensor/dtype';
 import { assignKnown } from './validate';
 

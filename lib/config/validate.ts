@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { validateSync, type ValidationError } from 'class-validator';
+import { validateSync, type ValidationError } from './class-validator';
 import { TritonError } from '../errors';
 
 /**
