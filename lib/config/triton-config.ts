@@ -192,7 +192,7 @@ export class TritonConfig {
   grpcFlowControlWindow = 8 * 1024 * 1024;
 
   /**
-   * Bytes of memory kept for reuse by request messages of 1 MiB or more (gRPC ModelInfer and HTTP binary bodies):
+   * Bytes of memory kept for reuse by request messages of 1 MiB or more (gRPC ModelInfer and HTTP bodies with binary tensors):
    * such a request is received into a buffer from this pool, given back once its response is sent, so large
    * tensors do not make work for the garbage collector. A request's input tensors are then valid until its
    * response is sent (copy one to keep it longer). 0 turns the pool off: every message gets a buffer of its own.

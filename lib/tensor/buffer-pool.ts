@@ -2,7 +2,8 @@
 export const POOLED_MESSAGE_BYTES = 1024 * 1024;
 
 /**
- * Memory for large request messages and the batches made of them, kept between requests.
+ * Memory for large request messages (gRPC ModelInfer, HTTP bodies with binary tensors) and the batches made of
+ * them, kept between requests.
  *
  * A 4 MB tensor received into a new buffer is 4 MB of external memory for V8, which counts it towards its next
  * full garbage collection; the buffer lives until the response is written, long enough to be promoted, so only
@@ -123,6 +124,11 @@ export class RequestMemory {
     const lease = this.pool.lease(size);
     if (lease) this.hold(lease);
     return lease;
+  }
+
+  /** True while the request holds pooled buffers (a small request usually holds none). */
+  get holding(): boolean {
+    return this.leases.length > 0;
   }
 
   /** Holds `lease` until this request is released. */

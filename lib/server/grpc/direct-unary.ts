@@ -216,7 +216,7 @@ export class DirectUnaryCall<Res> extends EventEmitter {
       this.notifyCancelled();
     });
     const memory = this.memory;
-    if (memory) {
+    if (memory?.holding) {
       // The response may view the request's memory (an output that is an input): it goes back once every
       // write is done ('finish') and the stream is over ('close'). A stream reset before then keeps it.
       let pending = 2;

@@ -151,8 +151,10 @@ export class HttpServer {
       const model = inferModel(this.core, modelName, version, 'HTTP end point');
       const limit = this.core.config.httpMaxInputSize;
       const memory = this.core.requestBuffers.capacity > 0 ? new RequestMemory(this.core.requestBuffers) : undefined;
-      const body = await readBody(req, limit, memory);
       const ihcl = req.headers['inference-header-content-length'];
+      // Only a body with binary tensors goes into pooled memory: those tensors view it. A JSON body is garbage
+      // once parsed, and holding it until the response is written only holds memory longer.
+      const body = await readBody(req, limit, ihcl === undefined ? undefined : memory);
       const headerLength = ihcl === undefined ? null : Number(ihcl);
       if (headerLength !== null && !Number.isInteger(headerLength)) {
         throw new TritonError('INVALID_ARGUMENT', `inference header size should be in range (0, ${body.length}), got: ${ihcl}`);
@@ -163,7 +165,7 @@ export class HttpServer {
       const { json, blobs } = encodeHttpInfer(response, decoded);
       const encoding = negotiateEncoding(req.headers['accept-encoding'] as string | undefined);
       // The response may view the request's memory: it goes back once the response is handed to the socket.
-      if (memory) res.once('finish', () => memory.release());
+      if (memory?.holding) res.once('finish', () => memory.release());
       if (encoding) await writeCompressed(res, encoding, json, blobs);
       else writeInferResponse(res, json, blobs);
       response.span?.sent('HTTP');

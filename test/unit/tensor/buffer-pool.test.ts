@@ -34,14 +34,19 @@ describe('BufferPool', () => {
     const pool = new BufferPool(16 * MiB);
     const a = new RequestMemory(pool);
     const b = new RequestMemory(pool);
+    expect(a.holding).toBe(false);
+    expect(a.lease(POOLED_MESSAGE_BYTES - 1)).toBeUndefined();
+    expect(a.holding).toBe(false);
     const shared = a.lease(4 * MiB)!;
     b.hold(shared);
+    expect([a.holding, b.holding]).toEqual([true, true]);
     a.release();
     a.release();
     expect(pool.pooledBytes).toBe(0);
     expect(shared.bytes.length).toBe(4 * MiB);
     b.release();
     expect(pool.pooledBytes).toBe(4 * MiB);
+    expect([a.holding, b.holding]).toEqual([false, false]);
   });
 
   it('does not take back memory that moved to another thread', () => {
