@@ -47,26 +47,28 @@ async function decompressed(req: IncomingMessage, limit: number, encoding: 'gzip
   }
 }
 
-function collect(req: IncomingMessage, limit: number): Promise<Buffer> {
+/** What a body read does with each chunk (an error ends the read), and the body it makes at the end. */
+interface BodySink {
+  add(chunk: Buffer): TritonError | undefined;
+  body(): Buffer;
+}
+
+function read(req: IncomingMessage, sink: BodySink): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    let first: Buffer | undefined;
-    let more: Buffer[] | undefined;
-    let size = 0;
     let settled = false;
     // Listeners stay until the request object goes: the error ones keep a late error from going unhandled.
     req.on('data', (chunk: Buffer) => {
       if (settled) return;
-      size += chunk.length;
-      if (size > limit) {
+      const err = sink.add(chunk);
+      if (err) {
         settled = true;
-        reject(tooLarge(size, limit));
-      } else if (first === undefined) first = chunk;
-      else (more ??= [first]).push(chunk);
+        reject(err);
+      }
     });
     req.on('end', () => {
       if (settled) return;
       settled = true;
-      resolve(more ? assemble(more, size) : (first ?? Buffer.alloc(0)));
+      resolve(sink.body());
     });
     const fail = (err: Error) => {
       if (settled) return;
@@ -78,32 +80,33 @@ function collect(req: IncomingMessage, limit: number): Promise<Buffer> {
   });
 }
 
+/** Keeps the chunks and joins them at the end (a body of one chunk is that chunk). */
+function collect(req: IncomingMessage, limit: number): Promise<Buffer> {
+  let first: Buffer | undefined;
+  let more: Buffer[] | undefined;
+  let size = 0;
+  return read(req, {
+    add(chunk) {
+      size += chunk.length;
+      if (size > limit) return tooLarge(size, limit);
+      if (first === undefined) first = chunk;
+      else (more ??= [first]).push(chunk);
+      return undefined;
+    },
+    body: () => (more ? assemble(more, size) : (first ?? Buffer.alloc(0))),
+  });
+}
+
 /** Reads a body of `into.length` bytes (its Content-Length, which Node's parser holds the client to) into `into`. */
 function collectInto(req: IncomingMessage, into: Buffer): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    let size = 0;
-    let settled = false;
-    req.on('data', (chunk: Buffer) => {
-      if (settled) return;
-      if (size + chunk.length > into.length) {
-        settled = true;
-        reject(new TritonError('INVALID_ARGUMENT', `request body longer than its Content-Length of ${into.length} bytes`));
-        return;
-      }
+  let size = 0;
+  return read(req, {
+    add(chunk) {
+      if (size + chunk.length > into.length) return new TritonError('INVALID_ARGUMENT', `request body longer than its Content-Length of ${into.length} bytes`);
       size += chunk.copy(into, size);
-    });
-    req.on('end', () => {
-      if (settled) return;
-      settled = true;
-      resolve(size === into.length ? into : into.subarray(0, size));
-    });
-    const fail = (err: Error) => {
-      if (settled) return;
-      settled = true;
-      reject(new TritonError('CANCELLED', `request body could not be read: ${err.message}`));
-    };
-    req.on('error', fail);
-    req.on('aborted', () => fail(new Error('client closed the connection')));
+      return undefined;
+    },
+    body: () => (size === into.length ? into : into.subarray(0, size)),
   });
 }
 
