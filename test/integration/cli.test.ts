@@ -1,11 +1,11 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { FLAGS } from '../../lib/cli/flags';
 import { flagUsage } from '../../lib/cli/help';
 import { parseModelConfigText } from '../../lib/config/model-config-text';
+import { spawnServing, type ServingChild } from '../helpers/serving-child';
 
 // The `tstriton` command line in a process of its own, run from the sources with the TypeScript hook (jest does not
 // build dist/; `bin` points at the same file compiled). Servers listen on port 0 and are found through the
@@ -40,30 +40,11 @@ function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: nu
   });
 }
 
-interface Server {
-  child: ChildProcess;
-  ports: Record<string, number>;
-  exited: Promise<number | null>;
-}
+type Server = ServingChild;
 
 /** Starts `tstriton serve ...` and resolves with the ports of its "serving" line. */
 function startServer(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Server> {
-  const child = spawn(process.execPath, [...CLI, 'serve', ...args, '--http-address', '127.0.0.1', '--http-port', '0', '--grpc-port', '0', '--metrics-port', '0'], {
-    cwd: ROOT,
-    env: cleanEnv(env),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  let stderr = '';
-  child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
-  return new Promise((resolve, reject) => {
-    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-    lines.on('line', (line) => {
-      const entry = JSON.parse(line) as { msg?: string; ports?: Record<string, number> };
-      if (entry.msg === 'serving') resolve({ child, ports: entry.ports ?? {}, exited });
-    });
-    void exited.then((code) => reject(new Error(`tstriton serve exited with ${code} before serving: ${stderr}`)));
-  });
+  return spawnServing([...CLI, 'serve', ...args, '--http-address', '127.0.0.1', '--http-port', '0', '--grpc-port', '0', '--metrics-port', '0'], { cwd: ROOT, env: cleanEnv(env) });
 }
 
 async function infer(port: number, model: string, data: number[]): Promise<{ status: number; outputs?: { name: string; data: number[] }[] }> {

@@ -1,6 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
+import { spawnServing, type ServingChild } from '../helpers/serving-child';
 
 // `tstriton serve --openai` in a process of its own, run from the sources with the TypeScript hook, as
 // cli.test.ts runs it; found through the "serving" log line.
@@ -10,28 +9,13 @@ const ROOT = join(__dirname, '..', '..');
 const CLI = ['--require', join(ROOT, 'lib/instances/worker/register-ts.js'), join(ROOT, 'lib/cli/main.ts')];
 const MODULE = join(ROOT, 'test/fixtures/cli/text-model.ts');
 
-interface Server {
-  child: ChildProcess;
-  ports: Record<string, number>;
-  exited: Promise<number | null>;
-}
+type Server = ServingChild;
 
 function startServer(args: string[], env: NodeJS.ProcessEnv): Promise<Server> {
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('TSTRITON_')));
-  const child = spawn(process.execPath, [...CLI, 'serve', ...args, '--http-address', '127.0.0.1', '--http-port', '0', '--allow-grpc', 'false', '--allow-metrics', 'false'], {
+  return spawnServing([...CLI, 'serve', ...args, '--http-address', '127.0.0.1', '--http-port', '0', '--allow-grpc', 'false', '--allow-metrics', 'false'], {
     cwd: ROOT,
     env: { ...clean, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  let stderr = '';
-  child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
-  return new Promise((resolve, reject) => {
-    createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
-      const entry = JSON.parse(line) as { msg?: string; ports?: Record<string, number> };
-      if (entry.msg === 'serving') resolve({ child, ports: entry.ports ?? {}, exited });
-    });
-    void exited.then((code) => reject(new Error(`tstriton serve exited with ${code} before serving: ${stderr}`)));
   });
 }
 

@@ -1,7 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import * as http from 'node:http';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
+import { spawnServing } from '../helpers/serving-child';
 
 const ROOT = join(__dirname, '../..');
 const SERVER = ['--require', join(ROOT, 'lib/instances/worker/register-ts.js'), join(ROOT, 'test/fixtures/otel/server.ts')];
@@ -60,17 +60,7 @@ function startServer(url: string): Promise<{ child: ChildProcess; base: string; 
     TSTRITON_ALLOW_METRICS: 'false',
     TSTRITON_TRACE_CONFIG: `mode=opentelemetry;level=TIMESTAMPS;rate=1;opentelemetry,url=${url};opentelemetry,resource=service.name=under-test`,
   });
-  const child = spawn(process.execPath, SERVER, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  let stderr = '';
-  child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
-  return new Promise((resolve, reject) => {
-    createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
-      const entry = JSON.parse(line) as { msg?: string; ports?: Record<string, number> };
-      if (entry.msg === 'serving') resolve({ child, base: `http://127.0.0.1:${entry.ports?.http}`, exited });
-    });
-    void exited.then((code) => reject(new Error(`the server exited with ${code} before serving: ${stderr}`)));
-  });
+  return spawnServing(SERVER, { cwd: ROOT, env }).then((s) => ({ ...s, base: `http://127.0.0.1:${s.ports.http}` }));
 }
 
 describe('OpenTelemetry tracing', () => {
