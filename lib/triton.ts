@@ -20,6 +20,7 @@ import { BufferPool } from './tensor/buffer-pool';
 import { logSettingsOf, updateLogSettings, type LogSettings } from './log-settings';
 import { Tracer, type TraceSettings } from './trace';
 import type { RepositoryIndexEntry, ServerCore, ServerMetadata, Transport } from './server/server-core';
+import { applyMarkingTriggers } from './server/marking-triggers';
 import { VERSION } from './version';
 
 export type { BindOptions } from './model/model-builder';
@@ -200,6 +201,8 @@ export class Triton implements ServerCore, AsyncDisposable {
     // The signal stops the server, now or once it has started.
     signal?.addEventListener('abort', () => void this.stop(), { once: true });
     this.state = 'starting';
+    const marking = applyMarkingTriggers({ soft: this.config.incrementalMarkingSoftTrigger, hard: this.config.incrementalMarkingHardTrigger });
+    if (marking.length > 0) this.logger.debug({ v8Flags: marking }, 'V8 marking triggers set');
     try {
       for (const t of this.transports) this.ports[t.name] = await t.start();
     } catch (err) {

@@ -81,6 +81,8 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'grpc-max-message-size', kind: 'integer', field: 'grpcMaxMessageSize', commands: SERVE, placeholder: 'bytes', summary: 'largest gRPC message, received or sent; -1 for no limit' },
   { name: 'grpc-flow-control-window', kind: 'integer', field: 'grpcFlowControlWindow', commands: SERVE, placeholder: 'bytes', summary: 'HTTP/2 flow-control window of each gRPC call' },
   { name: 'request-buffer-pool-byte-size', kind: 'integer', field: 'requestBufferPoolByteSize', commands: SERVE, placeholder: 'bytes', summary: 'memory kept for reuse by requests of 1 MiB or more; 0 for none' },
+  { name: 'incremental-marking-soft-trigger', kind: 'integer', field: 'incrementalMarkingSoftTrigger', commands: SERVE, placeholder: 'percent', summary: "V8 starts marking for a full collection once this much of the heap's room is used; 0 for V8's rule" },
+  { name: 'incremental-marking-hard-trigger', kind: 'integer', field: 'incrementalMarkingHardTrigger', commands: SERVE, placeholder: 'percent', summary: "past this much, V8 starts marking at once; 0 for V8's rule" },
   { name: 'allow-shared-memory', kind: 'boolean', field: 'allowSharedMemory', commands: SERVE, summary: 'let clients register system shared-memory regions' },
   { name: 'server-version', kind: 'string', field: 'serverVersion', default: 'the package version', commands: SERVE, placeholder: 'version', summary: 'version reported by server metadata' },
   // OpenAI-compatible API.

@@ -33,6 +33,8 @@ export interface TritonConfigInit {
   grpcMaxMessageSize?: number;
   grpcFlowControlWindow?: number;
   requestBufferPoolByteSize?: number;
+  incrementalMarkingSoftTrigger?: number;
+  incrementalMarkingHardTrigger?: number;
   strictReadiness?: boolean;
   serverVersion?: string;
   httpHeaderForwardPattern?: string;
@@ -85,6 +87,8 @@ const KEYS = [
   'grpcMaxMessageSize',
   'grpcFlowControlWindow',
   'requestBufferPoolByteSize',
+  'incrementalMarkingSoftTrigger',
+  'incrementalMarkingHardTrigger',
   'strictReadiness',
   'serverVersion',
   'httpHeaderForwardPattern',
@@ -200,6 +204,25 @@ export class TritonConfig {
   @IsInt()
   @Min(0)
   requestBufferPoolByteSize = 64 * 1024 * 1024;
+
+  /**
+   * When V8 starts marking the heap for a full garbage collection, in percent of the room left below the limit it
+   * set at the last one: from a task past the soft trigger, at once past the hard one. Process-wide (V8's
+   * `--incremental-marking-soft-trigger` and `--incremental-marking-hard-trigger`, set when the server starts; a
+   * value given to node on its command line wins). V8's own rule, which weighs the room against its young
+   * generation (16 MB), started marking within milliseconds of each full collection on a small heap taking in
+   * large tensors, so the server marked without pause. The limit stays V8's. 0 leaves V8's rule.
+   */
+  @IsInt()
+  @Min(0)
+  @Max(100)
+  incrementalMarkingSoftTrigger = 80;
+
+  /** See `incrementalMarkingSoftTrigger`. */
+  @IsInt()
+  @Min(0)
+  @Max(100)
+  incrementalMarkingHardTrigger = 95;
 
   /** Server readiness also requires every model to be ready. */
   @IsBoolean()
