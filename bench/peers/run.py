@@ -472,12 +472,12 @@ METHOD = """**Method.**
   counted beside the figure and left out of the throughput.
 - Caveats that make a cell unfair. PyTriton is tritonserver (C++) plus a Python process per model, all on the one
   pinned core, with a request crossing between them through shared memory and ZeroMQ: its small-request figures
-  measure that hand-off more than either side. MLServer's small and 4 MB cells run without its adaptive batching;
-  its mlp cells with it pay its 1 ms wait. perf_analyzer and ghz spend more CPU per request than wrk, and on the
+  measure that hand-off more than either side. MLServer's small and 4 MB cells run without its adaptive batching
+  (as MLServer does unless a model's settings turn it on); its mlp cells with it pay its 1 ms wait. perf_analyzer and ghz spend more CPU per request than wrk, and on the
   small cells at c=64 the load core, not the server, can be the bound (most of all for tstriton, the fastest).
-  The JSON 4 MB cell encodes a million floats as text: it measures JSON parsers and printers. tstriton's 4 MB gRPC
-  cells move with the heap limit V8 set at its last full collection: a round that starts with a tight one collects
-  every request or two and runs about 40 % slower ("Large tensors over gRPC" above).
+  The JSON 4 MB cell encodes a million floats as text: it measures JSON parsers and printers. tstriton runs with its
+  default V8 marking triggers (80 / 95 %): with V8's own rule, a 4 MB gRPC round could mark without pause and run
+  about 40 % slower ("Large tensors over gRPC" above).
 - A cell marked *stalled* is one whose tool did not finish in its time (8 windows and 45 s); it counts as a failed
   round, never as a figure. perf_analyzer 2.51 sums up each window on its main thread
   (`InferenceProfiler::ValidLatencyMeasurement`), in time that grows faster than the window's request count; with
