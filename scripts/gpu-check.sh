@@ -32,6 +32,8 @@ const [http, metrics] = process.argv.slice(2);
   const body = { inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, 16], data: Array.from({ length: 16 }, (_, i) => i / 2) }] };
   const r = await fetch(`http://127.0.0.1:${http}/v2/models/identity_fp32/infer`, { method: 'POST', body: JSON.stringify(body) });
   console.log('infer', r.status, JSON.stringify(await r.json()).slice(0, 300));
+  const config = await (await fetch(`http://127.0.0.1:${http}/v2/models/identity_fp32/config`)).json();
+  console.log('instance_group', JSON.stringify(config.instance_group));
   await new Promise((r) => setTimeout(r, 2500));
   const text = await (await fetch(`http://127.0.0.1:${metrics}/metrics`)).text();
   console.log(text.split('\n').filter((l) => /^nv_(gpu|inference_request_success|inference_count|energy)/.test(l)).join('\n'));
