@@ -8,6 +8,13 @@ import { Server, type Socket } from 'node:net';
  */
 const IDLE_LINGER_MS = 100;
 
+/**
+ * How long a closing server waits for the first request of a connection that has sent none. A client that
+ * connected just before the port closed sends it within this; a pooling client (fetch, undici) that opened a spare
+ * connection would otherwise hold the stop until its own keep-alive timeout (4 s) or the grace.
+ */
+const FIRST_REQUEST_LINGER_MS = 1000;
+
 /** What the drain knows of a connection that has carried requests. */
 interface Carrier {
   /** Exchanges in progress (pipelining may make it more than one). */
@@ -27,7 +34,8 @@ interface Carrier {
  * new connection against the port's close. `close()` (in-flight work is done): the port closes; a request that
  * still arrives on an open connection is refused (`closing`: 503, `Connection: close`); a connection closes once
  * it has no exchange in progress (a response being written is finished first), an idle one after its linger; a
- * connection whose first request has not arrived yet (a client that connected just before) is waited for.
+ * connection whose first request has not arrived yet (a client that connected just before) is waited for, up to
+ * FIRST_REQUEST_LINGER_MS.
  */
 export class ConnectionDrain {
   /** Every open connection (for HTTPS, the TCP socket under the TLS one). */
@@ -87,6 +95,9 @@ export class ConnectionDrain {
     // progress, including those whose next or first request is on its way, and their clients would see a reset.
     Server.prototype.close.call(this.server);
     for (const [socket, carrier] of this.carriers) if (carrier.inProgress === 0) this.closeWhenIdle(socket, carrier);
+    for (const socket of this.sockets) {
+      if (!this.carriers.has(socket)) setTimeout(() => !this.carriers.has(socket) && socket.end(), FIRST_REQUEST_LINGER_MS).unref();
+    }
     if (this.sockets.size === 0) return Promise.resolve();
     return new Promise((resolve) => {
       const done = (): void => {

@@ -1,0 +1,51 @@
+import * as http from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { ConnectionDrain } from '../../../../lib/server/http/connection-drain';
+
+/** A node:http server whose connections a ConnectionDrain tracks, answering 200 "ok". */
+async function serve(): Promise<{ server: http.Server; drain: ConnectionDrain; port: number }> {
+  const server = http.createServer((req, res) => {
+    drain.track(req, res);
+    res.end('ok');
+  });
+  const drain = new ConnectionDrain(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, drain, port: (server.address() as { port: number }).port };
+}
+
+/** Resolves with 'end' when the server closes the connection in order, 'reset' on an error. */
+function ending(socket: Socket): Promise<'end' | 'reset'> {
+  return new Promise((resolve) => {
+    socket.once('end', () => resolve('end'));
+    socket.once('error', () => resolve('reset'));
+  });
+}
+
+describe('ConnectionDrain', () => {
+  it('closes a connection that never sends a request, instead of waiting out the grace for it', async () => {
+    const { drain, port } = await serve();
+    const spare = connect(port, '127.0.0.1');
+    await new Promise<void>((resolve) => spare.once('connect', () => resolve()));
+    const ended = ending(spare);
+    // A grace far past this test's timeout: the close can only resolve by closing the spare connection itself.
+    await drain.close(600_000);
+    expect(await ended).toBe('end');
+    spare.destroy();
+  });
+
+  it('still answers the first request of a connection that sends it just after the port closed', async () => {
+    const { drain, port } = await serve();
+    const late = connect(port, '127.0.0.1');
+    await new Promise<void>((resolve) => late.once('connect', () => resolve()));
+    let answer = '';
+    late.on('data', (d: Buffer) => (answer += d.toString()));
+    const ended = ending(late);
+    const closed = drain.close(600_000);
+    late.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    await closed;
+    expect(await ended).toBe('end');
+    expect(answer).toMatch(/^HTTP\/1\.1 200 OK/);
+    expect(answer).toMatch(/\r\n\r\nok$/);
+    late.destroy();
+  });
+});
