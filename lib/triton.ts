@@ -15,6 +15,7 @@ import { GrpcServer } from './server/grpc/grpc-server';
 import { Metrics, MetricsServer } from './metrics/metrics';
 import { HttpServer } from './server/http/http-server';
 import { OpenAiServer } from './server/openai/openai-server';
+import { RestrictedApis } from './server/restricted-api';
 import { SharedMemoryManager } from './server/shared-memory';
 import { BufferPool } from './tensor/buffer-pool';
 import { logSettingsOf, updateLogSettings, type LogSettings } from './log-settings';
@@ -108,7 +109,7 @@ export class Triton implements ServerCore, AsyncDisposable {
       onUnrecoverable: (err, model) => this.onUnrecoverable(err, model),
     };
     this.control = new ModelControl(this.repository, this.building, this.config, this.logger);
-    this.repositories = new RepositoryControl(this.building, this.config, this.logger);
+    this.repositories = new RepositoryControl(this.building, this.config, this.logger, { codeUploads: this.repositoryApiNeedsKey() });
     this.http = new HttpServer(this, this.logger);
     if (this.config.allowHttp) {
       this.addTransport({
@@ -167,7 +168,12 @@ export class Triton implements ServerCore, AsyncDisposable {
     const entries = this.control.index(readyOnly);
     if (readyOnly) return entries;
     const loaded = new Set(this.repository.all().map((m) => m.name));
-    return [...entries, ...this.repositories.entries(loaded)].sort((a, b) => a.name.localeCompare(b.name) || Number(a.version) - Number(b.version));
+    // A model whose last load failed while an earlier load still serves shows that load's reason.
+    const marked = entries.map((e) => {
+      const stale = e.reason === undefined ? this.repositories.staleReason(e.name) : undefined;
+      return stale === undefined ? e : { ...e, reason: `the last load failed, the version loaded before still serves: ${stale}` };
+    });
+    return [...marked, ...this.repositories.entries(loaded)].sort((a, b) => a.name.localeCompare(b.name) || Number(a.version) - Number(b.version));
   }
 
   /**
@@ -201,6 +207,12 @@ export class Triton implements ServerCore, AsyncDisposable {
     // The signal stops the server, now or once it has started.
     signal?.addEventListener('abort', () => void this.stop(), { once: true });
     this.state = 'starting';
+    if (this.config.modelControlMode === 'explicit' && !this.repositoryApiNeedsKey()) {
+      this.logger.warn(
+        {},
+        'explicit model control with the model-repository API open to every client: anyone who can reach the HTTP or gRPC port can load and unload models; restrict it with httpRestrictedApi and grpcRestrictedProtocol (model-repository:<header>=<value>), see docs/security.md',
+      );
+    }
     const marking = applyMarkingTriggers({ soft: this.config.incrementalMarkingSoftTrigger, hard: this.config.incrementalMarkingHardTrigger });
     if (marking.length > 0) this.logger.debug({ v8Flags: marking }, 'V8 marking triggers set');
     try {
@@ -250,6 +262,13 @@ export class Triton implements ServerCore, AsyncDisposable {
 
   async [Symbol.asyncDispose](): Promise<void> {
     await this.stop();
+  }
+
+  /** True when every port that serves the model repository API (load, unload) asks for a key. */
+  private repositoryApiNeedsKey(): boolean {
+    const http = !this.config.allowHttp || RestrictedApis.parse(this.config.httpRestrictedApi, 'httpRestrictedApi').restriction('model-repository') !== undefined;
+    const grpc = !this.config.allowGrpc || RestrictedApis.parse(this.config.grpcRestrictedProtocol, 'grpcRestrictedProtocol').restriction('model-repository') !== undefined;
+    return http && grpc;
   }
 
   /** Resolves with the exit code once the server has stopped, however it stopped. */
@@ -385,6 +404,7 @@ export class Triton implements ServerCore, AsyncDisposable {
       await Promise.all(this.transports.map((t) => t.forceClose()));
     }
     await Promise.allSettled(this.repository.all().flatMap((m) => m.instances.map((i) => i.close())));
+    this.repositories.removeUploads();
     this.bls.close();
     this.sharedMemory.closeAll();
     await this.tracer.close();

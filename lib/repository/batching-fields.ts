@@ -4,6 +4,7 @@ import type { ControlInputInit, SequenceBatchingInit, SequenceControlInit, Seque
 import { fromConfigType, type DataType } from '../tensor/dtype';
 import * as path from 'node:path';
 import type { ConfigFields } from './config-fields';
+import { fileInside } from './repository-paths';
 
 // Reads a config.pbtxt's `sequence_batching`, `batch_input` and `batch_output` into their bind() forms.
 
@@ -41,7 +42,9 @@ function control(f: ConfigFields): SequenceControlInit {
 }
 
 /** `sequence_batching`, or undefined when the config has none. */
-export function sequenceBatching(f: ConfigFields | undefined, initialStateDir: string): SequenceBatchingInit | undefined {
+export function sequenceBatching(f: ConfigFields | undefined, modelDir: string): SequenceBatchingInit | undefined {
+  // As Triton: an initial state's data_file lies in the model's initial_state/ folder.
+  const initialStateDir = path.join(modelDir, 'initial_state');
   if (!f) return undefined;
   const init: { -readonly [K in keyof SequenceBatchingInit]: SequenceBatchingInit[K] } = {};
   const idle = f.integer('max_sequence_idle_microseconds', 0);
@@ -81,7 +84,9 @@ export function sequenceBatching(f: ConfigFields | undefined, initialStateDir: s
       };
       const file = i.string('data_file');
       i.done();
-      return file === undefined ? entry : { ...entry, dataFile: path.resolve(initialStateDir, file) };
+      if (file === undefined) return entry;
+      const inside = fileInside(modelDir, initialStateDir, file);
+      return 'path' in inside ? { ...entry, dataFile: inside.path } : i.refuse('data_file', inside.reason);
     });
     s.takeDefault('use_same_buffer_for_input_output', false);
     s.takeDefault('use_growable_memory', false);

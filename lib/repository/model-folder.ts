@@ -25,12 +25,20 @@ export interface ModelFolder {
 
 const VERSION_DIR = /^[0-9]+$/;
 
+/** What a scan of the repositories found: the model folders, and those that cannot be read, with why. */
+export interface RepositoryScan {
+  readonly folders: Map<string, ModelFolder>;
+  readonly unreadable: Map<string, string>;
+}
+
 /**
  * The model folders of the repositories, by name. A folder that starts with `.` is skipped, as Triton
- * skips hidden entries; the same name in two repositories is an error, as in Triton.
+ * skips hidden entries; the same name in two repositories is an error, as in Triton. A folder that cannot be
+ * read (a link loop, no permission) is left out with its reason; the others are read all the same.
  */
-export function scanRepositories(repositories: readonly string[]): Map<string, ModelFolder> {
+export function scanRepositories(repositories: readonly string[]): RepositoryScan {
   const found = new Map<string, ModelFolder>();
+  const unreadable = new Map<string, string>();
   for (const repository of repositories) {
     const root = path.resolve(repository);
     let entries: fs.Dirent[];
@@ -45,10 +53,14 @@ export function scanRepositories(repositories: readonly string[]): Map<string, M
       if (other) {
         throw new TritonError('INVALID_CONFIG', `model '${entry.name}' appears in more than one model repository: '${other.repository}' and '${root}'`);
       }
-      found.set(entry.name, readModelFolder(root, entry.name));
+      try {
+        found.set(entry.name, readModelFolder(root, entry.name));
+      } catch (err) {
+        unreadable.set(entry.name, err instanceof TritonError ? err.message : `model '${entry.name}': its folder cannot be read: ${(err as Error).message}`);
+      }
     }
   }
-  return found;
+  return { folders: found, unreadable };
 }
 
 /** Reads one model folder: `config.pbtxt` (if any), the version folders, the digest of its files. */
@@ -62,23 +74,31 @@ export function readModelFolder(repository: string, name: string): ModelFolder {
     .map((e) => Number(e.name))
     .filter((v) => Number.isSafeInteger(v) && v > 0)
     .sort((a, b) => a - b);
-  const versionDigests = new Map(versions.map((v) => [v, digestOf(path.join(dir, String(v)))]));
-  return { name, dir, repository, configText, versions, versionDigests, digest: digestOf(dir) };
+  const versionDigests = new Map(versions.map((v) => [v, digestOf(path.join(dir, String(v)), name)]));
+  return { name, dir, repository, configText, versions, versionDigests, digest: digestOf(dir, name) };
 }
 
-/** Paths, sizes and modification times of every file under `dir`, hashed. */
-function digestOf(dir: string): string {
+/**
+ * Paths, sizes and modification times of every file under `dir`, hashed. Links are followed, as Triton follows
+ * them; a link back to a folder it is inside (`1/self -> ..`) would never end, and is refused naming it.
+ */
+function digestOf(dir: string, model: string): string {
   const hash = createHash('sha1');
-  const walk = (at: string): void => {
+  const walk = (at: string, above: ReadonlySet<string>): void => {
+    const real = fs.realpathSync(at);
+    if (above.has(real)) {
+      throw new TritonError('INVALID_CONFIG', `model '${model}': ${at} is a symbolic link to a folder it is inside (a loop); remove the link`);
+    }
+    const inside = new Set(above).add(real);
     for (const entry of fs.readdirSync(at, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
       const full = path.join(at, entry.name);
       const stat = fs.statSync(full, { throwIfNoEntry: false });
       if (!stat) continue;
-      if (stat.isDirectory()) walk(full);
+      if (stat.isDirectory()) walk(full, inside);
       else hash.update(`${path.relative(dir, full)}\0${stat.size}\0${stat.mtimeMs}\n`);
     }
   };
-  walk(dir);
+  walk(dir, new Set());
   return hash.digest('hex');
 }
 

@@ -12,6 +12,7 @@ import { fromConfigType, type DataType } from '../tensor/dtype';
 import { ConfigFields } from './config-fields';
 import { batchInputs, batchOutputs, sequenceBatching } from './batching-fields';
 import type { ModelFolder } from './model-folder';
+import { fileInside } from './repository-paths';
 import { scriptModelInstances } from './script-model';
 import { readVersionPolicy, servedVersions } from './version-policy';
 
@@ -62,8 +63,7 @@ export function repositoryModel(folder: ModelFolder, config: ModelConfigJson | u
   const accelerators = executionAccelerators(f.sub('optimization'));
   const decoupled = transactionPolicy(f.sub('model_transaction_policy'));
   for (const unset of ['runtime', 'cc_model_filenames', 'metric_tags']) f.takeDefault(unset, '', {});
-  // As Triton: an initial state's data_file lies in the model's initial_state/ folder.
-  const sequence = sequenceBatching(f.sub('sequence_batching'), path.join(folder.dir, 'initial_state'));
+  const sequence = sequenceBatching(f.sub('sequence_batching'), folder.dir);
   const batchInput = batchInputs(f);
   const batchOutput = batchOutputs(f);
   f.done();
@@ -106,12 +106,13 @@ export function repositoryModel(folder: ModelFolder, config: ModelConfigJson | u
       return { ...common, inferFunc: ensemble({ steps: steps ?? [] }), inputs, outputs, config: configInit };
     }
     if (kind === 'script') {
-      const file = scriptFile(versionDir, defaultFilename, where);
+      const file = scriptFile(folder.dir, versionDir, defaultFilename, f, where);
       const count = groups.reduce((n, g) => n + g.count, 0) || 1;
       if (groups.some((g) => g.kind === 'KIND_GPU')) f.refuse('instance_group.kind', 'KIND_GPU is supported for ONNX models only; tstriton models run on the CPU');
       return { ...common, inferFunc: scriptModelInstances(file, count, folder.dir), inputs, outputs, config: configInit };
     }
-    const spec = onnxSpec(versionDir, defaultFilename, groups, accelerators, maxBatchSize, where);
+    const file = modelFile(folder.dir, versionDir, defaultFilename ?? 'model.onnx', f);
+    const spec = onnxSpec(file, groups, accelerators, maxBatchSize, where);
     return {
       ...common,
       inferFunc: spec,
@@ -148,14 +149,12 @@ function modelKind(folder: ModelFolder, platform: string, backend: string, hasSt
 }
 
 function onnxSpec(
-  versionDir: string,
-  defaultFilename: string | undefined,
+  file: string,
   groups: readonly InstanceGroup[],
   accelerators: readonly string[],
   maxBatchSize: number | undefined,
   where: string,
 ): OnnxModelSpec {
-  const file = path.join(versionDir, defaultFilename ?? 'model.onnx');
   if (!fs.existsSync(file)) throw new TritonError('INVALID_CONFIG', `${where}: model file ${file} does not exist`);
   const devices = groups.flatMap((g) => (g.kind === 'KIND_GPU' ? g.gpus.flatMap((id) => Array.from({ length: g.count }, () => `gpu:${id}`)) : Array.from({ length: g.count }, () => 'cpu')));
   return onnxModel({
@@ -166,11 +165,17 @@ function onnxSpec(
   });
 }
 
-function scriptFile(versionDir: string, defaultFilename: string | undefined, where: string): string {
-  const candidates = defaultFilename !== undefined ? [defaultFilename] : SCRIPT_FILES;
-  const found = candidates.map((c) => path.join(versionDir, c)).find((p) => fs.existsSync(p));
-  if (!found) throw new TritonError('INVALID_CONFIG', `${where}: model file ${path.join(versionDir, candidates[0] as string)} does not exist`);
+function scriptFile(modelDir: string, versionDir: string, defaultFilename: string | undefined, f: ConfigFields, where: string): string {
+  const candidates = defaultFilename !== undefined ? [modelFile(modelDir, versionDir, defaultFilename, f)] : SCRIPT_FILES.map((c) => path.join(versionDir, c));
+  const found = candidates.find((p) => fs.existsSync(p));
+  if (!found) throw new TritonError('INVALID_CONFIG', `${where}: model file ${candidates[0] as string} does not exist`);
   return found;
+}
+
+/** The version's model file, `default_model_filename` when set: inside the model's folder, links followed. */
+function modelFile(modelDir: string, versionDir: string, filename: string, f: ConfigFields): string {
+  const inside = fileInside(modelDir, versionDir, filename);
+  return 'path' in inside ? inside.path : f.refuse('default_model_filename', inside.reason);
 }
 
 function safeList(dir: string): string[] {
@@ -222,7 +227,9 @@ function dataType(f: ConfigFields, field: string): DataType {
 }
 
 function readLabels(folder: ModelFolder, file: string, f: ConfigFields): string[] {
-  const full = path.join(folder.dir, file);
+  const inside = fileInside(folder.dir, folder.dir, file);
+  if (!('path' in inside)) return f.refuse('label_filename', inside.reason);
+  const full = inside.path;
   try {
     return fs.readFileSync(full, 'utf8').split(/\r?\n/).filter((line, i, all) => line !== '' || i < all.length - 1);
   } catch (err) {

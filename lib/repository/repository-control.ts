@@ -11,6 +11,7 @@ import type { Model } from '../model/model';
 import { buildModel, type BuildContext } from '../model/model-builder';
 import type { LoadOverride, RepositoryIndexEntry } from '../model/model-control';
 import { readModelFolder, scanRepositories, type ModelFolder } from './model-folder';
+import { isModelName, isRelativeFilePath, refuseModelName } from './repository-paths';
 import { repositoryModel, type RepositoryModel } from './repository-binding';
 
 /** What was last loaded for a model name, to tell what changed. */
@@ -19,6 +20,8 @@ interface LoadedState {
   versionDigests: ReadonlyMap<number, string>;
   /** True when the model came from a load request's config or files rather than its folder alone. */
   fromRequest: boolean;
+  /** The temporary folder a load request's files were written to, removed once the model no longer uses it. */
+  uploadDir: string | undefined;
 }
 
 /** A model read from disk (or a load request) and turned into bindings. */
@@ -27,6 +30,17 @@ interface Plan {
   folder: ModelFolder;
   config: ModelConfigJson | undefined;
   fromRequest: boolean;
+  /** The temporary folder holding a load request's files, if it sent any. */
+  uploadDir: string | undefined;
+}
+
+/** What the repositories accept from a load request beyond a model's name. */
+export interface LoadPolicy {
+  /**
+   * Whether a load request may send a script model's code (`file:` parameters of a `backend: "tstriton"`
+   * model): only when every port that serves the load API asks for a key (a restricted `model-repository`).
+   */
+  readonly codeUploads: boolean;
 }
 
 /**
@@ -50,6 +64,7 @@ export class RepositoryControl {
     private readonly building: BuildContext,
     private readonly config: TritonConfig,
     private readonly logger: Logger,
+    private readonly policy: LoadPolicy = { codeUploads: false },
   ) {}
 
   /**
@@ -58,14 +73,15 @@ export class RepositoryControl {
    * the others serve. `poll` then looks again every `repositoryPollSeconds`.
    */
   async start(): Promise<void> {
-    this.folders = scanRepositories(this.config.modelRepository);
+    const { folders, unreadable } = scanRepositories(this.config.modelRepository);
+    this.folders = folders;
     const mode = this.config.modelControlMode;
-    const wanted = mode === 'explicit' && !this.config.loadModel.includes('*') ? this.config.loadModel : [...this.folders.keys()];
+    const wanted = mode === 'explicit' && !this.config.loadModel.includes('*') ? this.config.loadModel : [...folders.keys(), ...unreadable.keys()];
     for (const name of wanted) {
-      if (!this.folders.has(name)) {
-        this.failures.set(name, 'model not found in any model repository');
-        this.logger.error({ model: name }, `failed to load '${name}': model not found in any model repository`);
-      }
+      if (this.folders.has(name)) continue;
+      const reason = !isModelName(name) ? refuseModelName(name).message : (unreadable.get(name) ?? 'model not found in any model repository');
+      this.failures.set(name, reason);
+      this.logger.error({ model: name, err: reason }, 'model failed to load');
     }
     await this.loadAll(wanted.filter((n) => this.folders.has(n)));
     if (mode === 'poll') this.schedulePoll();
@@ -76,9 +92,10 @@ export class RepositoryControl {
    * time.
    */
   async scan(loadNew: boolean): Promise<void> {
-    const found = scanRepositories(this.config.modelRepository);
+    const { folders: found, unreadable } = scanRepositories(this.config.modelRepository);
     const added = [...found.keys()].filter((n) => !this.folders.has(n));
     this.folders = found;
+    for (const [name, reason] of unreadable) this.recordFailure(name, reason);
     if (loadNew) await this.loadAll(added);
     if (this.config.modelControlMode === 'poll' && this.timer === undefined) this.schedulePoll();
   }
@@ -95,7 +112,19 @@ export class RepositoryControl {
    * versions the policy no longer serves are unloaded. A failure leaves what was serving as it was.
    */
   load(name: string, override: LoadOverride = {}): Promise<void> {
+    // Refused before anything is read, written or recorded: the name would lead out of the repository.
+    if (!isModelName(name)) return Promise.reject(refuseModelName(name));
     return this.serialized(() => this.loadNow(name, override));
+  }
+
+  /** Why the last load of `name` failed while an earlier load of it still serves; undefined otherwise. */
+  staleReason(name: string): string | undefined {
+    return this.loaded.has(name) ? this.failures.get(name) : undefined;
+  }
+
+  /** Removes the folders that load requests' files were written to (at stop, once the models have closed). */
+  removeUploads(): void {
+    for (const state of this.loaded.values()) removeUpload(state.uploadDir);
   }
 
   /** Index entries for repository models that have no loaded version: never loaded, or failed before building. */
@@ -110,15 +139,23 @@ export class RepositoryControl {
       });
   }
 
-  /** Names of models whose last load failed (they keep the server not ready under strict readiness). */
+  /**
+   * Names of models whose last load failed and that serve no earlier load (they keep the server not ready under
+   * strict readiness).
+   */
   get failed(): ReadonlySet<string> {
-    return new Set(this.failures.keys());
+    return new Set([...this.failures.keys()].filter((n) => !this.loaded.has(n)));
   }
 
   /** Forgets a model that was unloaded and whose folder is gone. */
   private forget(name: string): void {
     this.loaded.delete(name);
     this.failures.delete(name);
+  }
+
+  private recordFailure(name: string, reason: string): void {
+    this.failures.set(name, reason);
+    this.logger.error({ model: name, err: reason }, 'model failed to load');
   }
 
   private serialized<T>(run: () => Promise<T>): Promise<T> {
@@ -151,23 +188,39 @@ export class RepositoryControl {
 
   /** Reads a model's folder (or the request's override) and plans its versions; an error is recorded, not thrown. */
   private plan(name: string, override: LoadOverride): Plan | Error {
+    let uploadDir: string | undefined;
     try {
-      const { folder, configFile, config } = this.read(name, override);
-      const model = repositoryModel(folder, config, configFile, this.config.strictModelConfig);
-      return { model, folder, config, fromRequest: override.config !== undefined || override.files !== undefined };
+      const read = this.read(name, override);
+      uploadDir = read.uploadDir;
+      const model = repositoryModel(read.folder, read.config, read.configFile, this.config.strictModelConfig);
+      if (uploadDir !== undefined && model.kind === 'script' && !this.policy.codeUploads) {
+        throw new TritonError(
+          'RESTRICTED',
+          `failed to load '${name}': a load request may send a tstriton model's code only when the model-repository API needs a key on every port (httpRestrictedApi and grpcRestrictedProtocol 'model-repository:<header>=<value>'); see docs/security.md`,
+        );
+      }
+      return { model, folder: read.folder, config: read.config, fromRequest: override.config !== undefined || override.files !== undefined, uploadDir };
     } catch (err) {
+      // A refused load leaves no folder behind.
+      removeUpload(uploadDir);
       return err instanceof Error ? err : new Error(String(err));
     }
   }
 
-  private read(name: string, override: LoadOverride): { folder: ModelFolder; configFile: string; config: ModelConfigJson | undefined } {
+  private read(name: string, override: LoadOverride): { folder: ModelFolder; configFile: string; config: ModelConfigJson | undefined; uploadDir?: string } {
     if (override.files && Object.keys(override.files).length > 0) {
       if (override.config === undefined) {
         throw new TritonError('INVALID_ARGUMENT', `failed to load '${name}': a load with file: parameters needs a config parameter too`);
       }
-      const dir = writeOverride(name, override.files);
-      const folder = readModelFolder(dir, name);
-      return { folder, configFile: 'the config parameter of the load request', config: parseConfigJson(override.config, name) };
+      // Everything the request says is checked before anything is written.
+      const config = parseConfigJson(override.config, name);
+      const uploadDir = writeOverride(name, override.files);
+      try {
+        return { folder: readModelFolder(uploadDir, name), configFile: 'the config parameter of the load request', config, uploadDir };
+      } catch (err) {
+        removeUpload(uploadDir);
+        throw err;
+      }
     }
     const folder = this.findFolder(name);
     const configFile = path.join(folder.dir, 'config.pbtxt');
@@ -210,7 +263,11 @@ export class RepositoryControl {
       await Promise.all(fresh.map((m) => m.load()));
     } catch (err) {
       await Promise.allSettled(fresh.map((m) => m.unload(0)));
-      return this.fail(name, err as Error);
+      removeUpload(plan.uploadDir);
+      // What the folder or the request holds did not load (code that does not compile, a session that fails):
+      // the load request's fault, as Triton answers it, not the server's.
+      const failed = err instanceof TritonError && err.code === 'INTERNAL' ? new TritonError('INVALID_ARGUMENT', err.message, { cause: err }) : (err as Error);
+      return this.fail(name, failed);
     }
     const served = new Set(plan.model.bindings.map((b) => String(b.modelVersion)));
     const retired: Model[] = [];
@@ -226,25 +283,28 @@ export class RepositoryControl {
     for (const old of repository.versionsOf(name)) {
       if (!served.has(old.version)) retired.push(old);
     }
-    this.loaded.set(name, { config: plan.config, versionDigests: plan.folder.versionDigests, fromRequest: plan.fromRequest });
+    // A version is kept only when neither load came from a request, so an earlier upload goes with the old versions.
+    this.loaded.set(name, { config: plan.config, versionDigests: plan.folder.versionDigests, fromRequest: plan.fromRequest, uploadDir: plan.uploadDir });
     this.failures.delete(name);
     // Old versions leave the index at once and finish the requests they hold, after the load has answered.
     for (const old of retired) if (!served.has(old.version)) repository.remove(old);
-    this.retire(retired);
+    this.retire(retired, before?.uploadDir);
   }
 
-  /** Unloads models that no longer serve: their requests finish (up to `exitTimeoutSeconds`), then they close. */
-  private retire(models: readonly Model[]): void {
-    for (const model of models) {
-      model.unload(this.config.exitTimeoutSeconds * 1000).catch((err: Error) => this.logger.error({ model: model.name, version: model.version, err: err.message }, 'unload failed'));
-    }
+  /**
+   * Unloads models that no longer serve: their requests finish (up to `exitTimeoutSeconds`), then they close;
+   * then the folder of a load request's files that only they used is removed.
+   */
+  private retire(models: readonly Model[], uploadDir?: string): void {
+    const unloads = models.map((model) =>
+      model.unload(this.config.exitTimeoutSeconds * 1000).catch((err: Error) => this.logger.error({ model: model.name, version: model.version, err: err.message }, 'unload failed')),
+    );
+    if (uploadDir !== undefined) void Promise.allSettled(unloads).then(() => removeUpload(uploadDir));
   }
 
   private fail(name: string, err: Error): never {
-    const reason = err.message;
-    this.failures.set(name, reason);
-    this.logger.error({ model: name, err: reason }, 'model failed to load');
-    throw err instanceof TritonError ? err : new TritonError('INVALID_ARGUMENT', `failed to load '${name}': ${reason}`, { cause: err });
+    this.recordFailure(name, err.message);
+    throw err instanceof TritonError ? err : new TritonError('INVALID_ARGUMENT', `failed to load '${name}': ${err.message}`, { cause: err });
   }
 
   private schedulePoll(): void {
@@ -258,8 +318,9 @@ export class RepositoryControl {
   /** `poll` mode: loads new and changed models, and unloads those whose folder is gone. */
   private async poll(): Promise<void> {
     let found: Map<string, ModelFolder>;
+    let unreadable: Map<string, string>;
     try {
-      found = scanRepositories(this.config.modelRepository);
+      ({ folders: found, unreadable } = scanRepositories(this.config.modelRepository));
     } catch (err) {
       this.logger.error({ err: (err as Error).message }, 'failed to poll the model repositories');
       return;
@@ -267,12 +328,18 @@ export class RepositoryControl {
     const previous = this.folders;
     this.folders = found;
     const { repository } = this.building;
+    // A folder that cannot be read now keeps what it served, with the reason.
+    for (const [name, reason] of unreadable) {
+      if (this.failures.get(name) !== reason) this.recordFailure(name, reason);
+      const before = previous.get(name);
+      if (before) this.folders.set(name, before);
+    }
     for (const [name] of previous) {
-      if (found.has(name)) continue;
+      if (found.has(name) || unreadable.has(name)) continue;
       this.logger.info({ model: name }, 'model folder removed; unloading');
       const versions = repository.versionsOf(name);
       for (const m of versions) repository.remove(m);
-      this.retire(versions);
+      this.retire(versions, this.loaded.get(name)?.uploadDir);
       this.forget(name);
     }
     const changed = [...found.values()].filter((f) => previous.get(f.name)?.digest !== f.digest || this.failures.has(f.name) || !this.loaded.has(f.name));
@@ -296,23 +363,36 @@ function parseConfigJson(text: string, name: string): ModelConfigJson {
   return parsed as ModelConfigJson;
 }
 
-/** Writes a load request's files into a fresh folder `<tmp>/<name>/...`; returns the folder holding `<name>`. */
+/**
+ * Writes a load request's files into a fresh folder `<tmp>/tstriton-load-XXXXXX/<name>/...`; returns the folder
+ * holding `<name>`. Every path is checked first: one that is not a plain relative file path (`1/model.onnx`) is
+ * refused and nothing is written.
+ */
 function writeOverride(name: string, files: Readonly<Record<string, Buffer>>): string {
+  for (const rel of Object.keys(files)) {
+    if (!isRelativeFilePath(rel)) {
+      throw new TritonError(
+        'INVALID_ARGUMENT',
+        `failed to load '${name}': file parameter 'file:${rel}' points outside the model folder (expected a relative file path such as 'file:1/model.onnx', without '..', '\\' or a leading or trailing '/')`,
+      );
+    }
+  }
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'tstriton-load-'));
   const modelDir = path.join(root, name);
   try {
     for (const [rel, content] of Object.entries(files)) {
-      const target = path.resolve(modelDir, rel);
-      if (!target.startsWith(modelDir + path.sep)) {
-        throw new TritonError('INVALID_ARGUMENT', `failed to load '${name}': file parameter 'file:${rel}' points outside the model folder`);
-      }
+      const target = path.join(modelDir, rel);
       fs.mkdirSync(path.dirname(target), { recursive: true });
-      fs.writeFileSync(target, content);
+      fs.writeFileSync(target, content, { flag: 'wx' });
     }
   } catch (err) {
-    // A refused or failed write leaves no folder behind.
-    fs.rmSync(root, { recursive: true, force: true });
-    throw err;
+    // A failed write leaves no folder behind.
+    removeUpload(root);
+    throw new TritonError('INVALID_ARGUMENT', `failed to load '${name}': the files of the request cannot be written: ${(err as Error).message}`, { cause: err });
   }
   return root;
+}
+
+function removeUpload(dir: string | undefined): void {
+  if (dir !== undefined) fs.rmSync(dir, { recursive: true, force: true });
 }

@@ -49,7 +49,8 @@ export function scriptModelInstances(file: string, count: number, modelDir: stri
 async function loadScriptClass(file: string, modelName: string): Promise<new () => unknown> {
   if (/\.[cm]?ts$/i.test(file)) enableTypeScript(`model '${modelName}' (${file})`);
   // `default` gives the default export, or the whole module when it has none.
-  const exported = await loadExport(file, 'default');
+  // Read from disk at each load: a changed model.js is what a load (or a poll) is for.
+  const exported = await loadExport(file, 'default', path.dirname(file));
   if (isClass(exported)) return exported as unknown as new () => unknown;
   const classes = typeof exported === 'object' && exported !== null ? Object.values(exported).filter(isClass) : [];
   if (classes.length === 1) return classes[0] as new () => unknown;

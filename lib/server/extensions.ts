@@ -30,10 +30,18 @@ export function loadOverride(parameters: Readonly<Record<string, string | Buffer
     } else if (key.startsWith('file:')) {
       const path = key.slice('file:'.length);
       if (path === '') throw new TritonError('INVALID_ARGUMENT', `failed to load '${model}': a file parameter needs a path after 'file:'`);
-      if (typeof value === 'string') (override.files ??= {})[path] = Buffer.from(value, 'base64');
+      if (typeof value === 'string') (override.files ??= {})[path] = base64Content(value, key, model);
       else if (Buffer.isBuffer(value)) (override.files ??= {})[path] = value;
       else throw new TritonError('INVALID_ARGUMENT', `failed to load '${model}': parameter '${key}' must hold the file's content`);
     }
   }
   return override;
+}
+
+/** The standard base64 (with padding) that tritonclient sends for a file over HTTP; anything else is refused. */
+function base64Content(value: string, key: string, model: string): Buffer {
+  if (value.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(value)) {
+    throw new TritonError('INVALID_ARGUMENT', `failed to load '${model}': parameter '${key}' is not valid base64 (expected the file's bytes in standard base64 with '=' padding)`);
+  }
+  return Buffer.from(value, 'base64');
 }

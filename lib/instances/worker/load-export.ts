@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { statSync } from 'node:fs';
+import { join, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { TritonError } from '../../errors';
 
@@ -9,16 +10,21 @@ const importModule = new Function('specifier', 'return import(specifier)') as (s
 /**
  * Loads the user's module in the worker (`require` for CommonJS, `import()` for ES modules) and returns the
  * export named `exportName`. For `'default'`, a CommonJS module without a default export gives `module.exports`.
+ * With `freshUnder`, the modules below that folder are read again from disk rather than taken from the module
+ * cache (a model's files changed since they were last loaded).
  */
-export async function loadExport(path: string, exportName: string): Promise<unknown> {
+export async function loadExport(path: string, exportName: string, freshUnder?: string): Promise<unknown> {
+  if (freshUnder !== undefined) forgetModules(freshUnder);
+  // An ES module cannot leave the cache: a new URL (the file's modification time) loads it again.
+  const url = (): string => pathToFileURL(path).href + (freshUnder !== undefined ? `?mtime=${statSync(path).mtimeMs}` : '');
   let mod: unknown;
-  if (/\.mjs$/i.test(path)) mod = await importModule(pathToFileURL(path).href);
+  if (/\.mjs$/i.test(path)) mod = await importModule(url());
   else {
     try {
       mod = createRequire(path)(path);
     } catch (err) {
       if ((err as { code?: unknown }).code !== 'ERR_REQUIRE_ESM') throw err;
-      mod = await importModule(pathToFileURL(path).href);
+      mod = await importModule(url());
     }
   }
   const exports = (typeof mod === 'object' || typeof mod === 'function') && mod !== null ? (mod as Record<string, unknown>) : {};
@@ -31,6 +37,14 @@ export async function loadExport(path: string, exportName: string): Promise<unkn
     );
   }
   return value;
+}
+
+/** Drops the CommonJS modules loaded from below `dir` from the module cache. */
+function forgetModules(dir: string): void {
+  const prefix = dir.endsWith(sep) ? dir : dir + sep;
+  // The cache of the require that loadExport uses (under a test runner, `require.cache` may be another).
+  const cache = createRequire(prefix).cache;
+  for (const key of Object.keys(cache)) if (key.startsWith(prefix)) delete cache[key];
 }
 
 /**
