@@ -15,6 +15,8 @@ import { GrpcServer } from './server/grpc/grpc-server';
 import { Metrics, MetricsServer } from './metrics/metrics';
 import { HttpServer } from './server/http/http-server';
 import { OpenAiServer } from './server/openai/openai-server';
+import { headerMatcher } from './server/forward-headers';
+import { InferEntry, type InferCall, type ResponseSink } from './server/infer-entry';
 import { RestrictedApis } from './server/restricted-api';
 import { SharedMemoryManager } from './server/shared-memory';
 import { BufferPool } from './tensor/buffer-pool';
@@ -80,13 +82,15 @@ export class Triton implements ServerCore, AsyncDisposable {
   /** Requests in flight, for an orderly stop. */
   private readonly inFlight = new InFlight();
   /** Serves the calls models make to other models. */
-  private readonly bls = new BlsRouter(this.repository, (request, model) => this.infer(request, model));
+  private readonly bls = new BlsRouter(this.repository, (request) => this.infer(request));
   /** What models are built with. */
   private readonly building: BuildContext;
   /** The repository extension's index, load and unload. */
   private readonly control: ModelControl;
   /** The models of the model repositories on disk (`modelRepository`). */
   private readonly repositories: RepositoryControl;
+  /** Where every request from a transport enters. */
+  private readonly entry: InferEntry;
   private stopped!: Promise<number>;
   private resolveStopped!: (code: number) => void;
 
@@ -108,6 +112,16 @@ export class Triton implements ServerCore, AsyncDisposable {
       bls: this.bls.handle,
       onUnrecoverable: (err, model) => this.onUnrecoverable(err, model),
     };
+    this.entry = new InferEntry({
+      repository: this.repository,
+      inFlight: this.inFlight,
+      refusal: () => (this.state === 'running' ? undefined : this.notRunning()),
+      logger: this.logger,
+      forward: {
+        HTTP: headerMatcher(this.config.httpHeaderForwardPattern, 'httpHeaderForwardPattern'),
+        GRPC: headerMatcher(this.config.grpcHeaderForwardPattern, 'grpcHeaderForwardPattern'),
+      },
+    });
     this.control = new ModelControl(this.repository, this.building, this.config, this.logger);
     this.repositories = new RepositoryControl(this.building, this.config, this.logger, { codeUploads: this.repositoryApiNeedsKey() });
     this.http = new HttpServer(this, this.logger);
@@ -315,56 +329,25 @@ export class Triton implements ServerCore, AsyncDisposable {
     return this.state === 'starting' || this.state === 'created' ? serverStarting() : serverStopping();
   }
 
-  /** Runs one request; `model` when the caller has looked it up already (a transport, a BLS call). */
-  infer(request: InferenceRequest, model?: Model): Promise<InferenceResponse> {
-    if (this.state !== 'running') return Promise.reject(this.notRunning());
-    if (!model) {
-      try {
-        model = this.repository.get(request.modelName, request.modelVersion);
-      } catch (err) {
-        return Promise.reject(err);
-      }
-    }
-    this.inFlight.add();
-    if (this.logger.isLevelEnabled('debug')) return this.inferLogged(model, request);
-    return model.infer(request).then(this.inferDone, this.inferFailed);
+  /**
+   * The core's entry for the transports: one request from the lookup of its model to its last response
+   * (`InferEntry`).
+   */
+  inferAsync(call: InferCall, sink: ResponseSink): Promise<void> {
+    return this.entry.infer(call, sink);
   }
 
-  /** `infer` with a debug line per request (log_verbose_level ≥ 1). */
-  private inferLogged(model: Model, request: InferenceRequest): Promise<InferenceResponse> {
-    const start = performance.now();
-    const line = (outcome: string) => ({ model: model.name, version: model.version, id: request.id, outcome, ms: Math.round((performance.now() - start) * 1000) / 1000 });
-    return model.infer(request).then(
-      (response) => {
-        this.logger.debug(line('ok'), 'inference request');
-        return this.inferDone(response);
-      },
-      (err: unknown) => {
-        this.logger.debug(line(err instanceof Error ? err.message : String(err)), 'inference request');
-        return this.inferFailed(err);
-      },
-    );
+  /** Runs one request in the process (a BLS call, a test); one response, as from a non-decoupled model. */
+  infer(request: InferenceRequest): Promise<InferenceResponse> {
+    let response: InferenceResponse | undefined;
+    const call: InferCall = { modelName: request.modelName, modelVersion: request.modelVersion, unaryEndpoint: 'infer()', decode: () => request };
+    return this.entry.infer(call, (r) => void (response = r)).then(() => response as InferenceResponse);
   }
 
-  /** The end of an infer call (made once: this runs for every request). */
-  private readonly inferDone = (response: InferenceResponse): InferenceResponse => {
-    this.leaveInfer();
-    return response;
-  };
-
-  private readonly inferFailed = (err: unknown): never => {
-    this.leaveInfer();
-    throw err;
-  };
-
-  private leaveInfer(): void {
-    this.inFlight.done();
-  }
-
-  /** Runs one request of a decoupled model; `model` when the caller has looked it up already. */
-  inferStream(request: InferenceRequest, model?: Model): AsyncIterable<InferenceResponse & { final: boolean }> {
+  /** Runs one request of a decoupled model in the process; its responses as they come, the last one final. */
+  inferStream(request: InferenceRequest): AsyncIterable<InferenceResponse & { final: boolean }> {
     if (this.state !== 'running') throw this.notRunning();
-    const responses = (model ?? this.repository.get(request.modelName, request.modelVersion)).inferStream(request);
+    const responses = this.repository.get(request.modelName, request.modelVersion).inferStream(request);
     const inFlight = this.inFlight;
     inFlight.add();
     async function* tracked() {

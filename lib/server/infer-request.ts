@@ -1,30 +1,18 @@
 import { TritonError, invalidArgument } from '../errors';
-import { refuseDecoupled, type Model } from '../model/model';
+import type { Model } from '../model/model';
 import { decodeBinary } from '../tensor/binary-codec';
 import { classify, type Classification } from '../tensor/classification';
 import type { DataType, TensorData } from '../tensor/dtype';
 import type { Tensor } from '../tensor/tensor';
 import { describeValue } from '../tensor/wire-value';
 import { classificationOf } from './extensions';
-import type { ServerCore } from './server-core';
 import { shmTargetOf, type SharedMemoryManager, type ShmTarget } from './shared-memory';
 
 /**
- * What an infer request means apart from its wire format, for both transports: the model it names (looked up
- * once, and refused on a unary endpoint when decoupled), where each input's data comes from when it is not in
- * the message, and how each output goes back. The HTTP and gRPC codecs only parse and encode around it.
+ * What an infer request means apart from its wire format, for both transports: where each input's data comes from
+ * when it is not in the message, and how each output goes back. The HTTP and gRPC codecs only parse and encode
+ * around it; the core entry (infer-entry.ts) finds the model.
  */
-
-/**
- * The model an infer request names, looked up once for the whole request. `unaryEndpoint` names the endpoint
- * as Triton does in its refusal of a decoupled model (`HTTP end point`, `ModelInfer RPC`); a streaming
- * endpoint passes none.
- */
-export function inferModel(core: ServerCore, name: string, version: string | undefined, unaryEndpoint?: string): Model {
-  const model = core.repository.get(name, version);
-  if (unaryEndpoint !== undefined) refuseDecoupled(model, unaryEndpoint);
-  return model;
-}
 
 /** The data of an input that names a shared-memory region instead of carrying its bytes. */
 export function sharedMemoryInput(dtype: DataType, shape: readonly number[], shm: ShmTarget, sharedMemory: SharedMemoryManager | undefined, what: string): TensorData {

@@ -1,6 +1,4 @@
 import type { TritonConfig } from '../config/triton-config';
-import type { InferenceRequest, InferenceResponse } from '../model/inference';
-import type { Model } from '../model/model';
 import type { ModelRepository } from '../model/model-repository';
 import type { LoadOverride, RepositoryIndexEntry } from '../model/model-control';
 
@@ -9,6 +7,7 @@ import type { SharedMemoryManager } from './shared-memory';
 import type { BufferPool } from '../tensor/buffer-pool';
 import type { LogSettings } from '../log-settings';
 import type { TraceSettings } from '../trace';
+import type { InferCall, ResponseSink } from './infer-entry';
 
 /** Server metadata, as `GET /v2` and gRPC ServerMetadata return it. */
 export interface ServerMetadata {
@@ -41,12 +40,10 @@ export interface ServerCore {
   /** The logging settings; with `update` (any subset), changes them first. */
   logSettings(update?: Readonly<Record<string, unknown>>): LogSettings;
   /**
-   * Runs one request through its model; tracks it as in flight for an orderly stop. `model` is the model the
-   * caller looked up for the request already (it is then not looked up again).
+   * The one entry for inference: finds the call's model, has the transport decode the request for it, runs it
+   * and hands each response to `sink`, the last one final (`InferEntry`).
    */
-  infer(request: InferenceRequest, model?: Model): Promise<InferenceResponse>;
-  /** Runs one request of a decoupled model; responses arrive as produced, the last one marked final. */
-  inferStream(request: InferenceRequest, model?: Model): AsyncIterable<InferenceResponse & { final: boolean }>;
+  inferAsync(call: InferCall, sink: ResponseSink): Promise<void>;
 }
 
 /** A transport the server starts and stops (HTTP, gRPC, metrics). */

@@ -78,8 +78,11 @@ const markers = () => fs.readdirSync(outside).filter((f) => f.startsWith('marker
 /** The model name of the uploads in this file: other test files upload too, into the same temporary folder. */
 const UP = 'uploaded_escapes';
 /** The folders of this file's uploads in the temporary folder (jest's process.env cannot move it). */
-const uploads = () =>
+const uploadFolders = () =>
   fs.readdirSync(os.tmpdir()).filter((f) => f.startsWith('tstriton-load-') && fs.existsSync(path.join(os.tmpdir(), f, UP)));
+/** Those made since the test began. */
+let uploadsBefore: string[] = [];
+const uploads = () => uploadFolders().filter((f) => !uploadsBefore.includes(f));
 
 /** Every file under `dir`, relative to it. */
 function filesUnder(dir: string): string[] {
@@ -87,6 +90,7 @@ function filesUnder(dir: string): string[] {
 }
 
 beforeEach(() => {
+  uploadsBefore = uploadFolders();
   work = fs.mkdtempSync(path.join(os.tmpdir(), 'tstriton-escapes-'));
   repo = path.join(work, 'repo');
   outside = path.join(work, 'outsideC');
@@ -245,8 +249,9 @@ describe('files a load request sends', () => {
     await start({ httpRestrictedApi: RESTRICTED, grpcRestrictedProtocol: RESTRICTED });
     const name = raw === 'ABS' ? path.join(work, 'escape3') : raw;
     // Where the files would land if the name were joined to an upload folder.
-    const landing = path.resolve(os.tmpdir(), 'tstriton-load-x', name);
-    expect(fs.existsSync(landing)).toBe(false);
+    const landing = path.join(path.resolve(os.tmpdir(), 'tstriton-load-x', name), '1', 'model.js');
+    const landed = () => fs.statSync(landing, { throwIfNoEntry: false })?.mtimeMs;
+    const landedBefore = landed();
     const before = filesUnder(work);
     const res = await post(`/v2/repository/models/${encodeURIComponent(name)}/load`, { parameters: files(scriptModel(path.join(outside, 'marker-x'))) }, { [KEY.header]: KEY.value });
     expect(res.status).toBe(400);
@@ -257,7 +262,7 @@ describe('files a load request sends', () => {
     );
     expect(err?.code).toBe(grpc.status.INVALID_ARGUMENT);
     expect(filesUnder(work)).toEqual(before);
-    expect(fs.existsSync(landing)).toBe(false);
+    expect(landed()).toBe(landedBefore);
     expect(markers()).toEqual([]);
   });
 

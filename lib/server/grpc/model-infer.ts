@@ -1,17 +1,15 @@
 import type { handleUnaryCall } from '@grpc/grpc-js';
 import { Cancellation } from '../../cancellation';
-import { forwardHeaders } from '../forward-headers';
-import { withTraceContext } from '../trace-context';
 import { TritonError } from '../../errors';
-import type { InferenceResponse } from '../../model/inference';
 import type { TrackedCall } from './call-tracker';
 import type { DirectUnaryCall } from './direct-unary';
 import { stoppingError, type GrpcContext } from './grpc-context';
 import { toGrpcStatus } from './grpc-status';
 import { decodeGrpcInfer, encodeGrpcInfer, grpcOutputHandling, parseModelInferRequest } from './infer-codec';
-import { inferModel, type OutputHandling } from '../infer-request';
+import type { InferCall } from '../infer-entry';
+import type { OutputHandling } from '../infer-request';
 
-import type { ModelInferResponseMessage } from '../../protocol/messages';
+import type { ModelInferRequestMessage, ModelInferResponseMessage } from '../../protocol/messages';
 
 /**
  * The unary ModelInfer RPC: parse the received bytes, decode, run through the server core (validation, queueing,
@@ -46,32 +44,29 @@ export function modelInfer(ctx: GrpcContext): handleUnaryCall<Buffer, ModelInfer
     if (!ctx.tracker.accepting) return settle(stoppingError());
     ctx.tracker.add(tracked);
     call.once('cancelled', onCancelled);
-    let pending: Promise<InferenceResponse>;
     let outputHandling: Map<string, OutputHandling> | undefined;
+    const direct = call as Partial<Pick<DirectUnaryCall<unknown>, 'requestMemory' | 'memory'>>;
+    let msg: ModelInferRequestMessage;
     try {
-      const direct = call as Partial<Pick<DirectUnaryCall<unknown>, 'requestMemory' | 'memory'>>;
-      const msg = parseModelInferRequest(call.request, direct.requestMemory?.());
-      const model = inferModel(ctx.core, msg.model_name, msg.model_version, 'ModelInfer RPC');
-      const request = decodeGrpcInfer(msg, model, abort, callDeadline(call), ctx.core.sharedMemory, direct.memory);
-      outputHandling = grpcOutputHandling(msg, model, ctx.core.sharedMemory);
-      forwardHeaders(request.parameters as Record<string, unknown>, Object.entries(call.metadata.getMap()), ctx.forwardHeader);
-      pending = ctx.core.infer(withTraceContext(request, call.metadata.get('traceparent'), call.metadata.get('tracestate')), model);
+      msg = parseModelInferRequest(call.request, direct.requestMemory?.());
     } catch (err) {
       return settle(err);
     }
-    pending.then(
-      (response) => {
-        let msg: ModelInferResponseMessage;
-        try {
-          msg = encodeGrpcInfer(response, undefined, outputHandling, ctx.core.sharedMemory);
-        } catch (err) {
-          return settle(err);
-        }
-        settle(undefined, msg);
-        response.span?.sent('GRPC');
+    const shm = ctx.core.sharedMemory;
+    const inferCall: InferCall = {
+      modelName: msg.model_name,
+      modelVersion: msg.model_version,
+      protocol: 'GRPC',
+      unaryEndpoint: 'ModelInfer RPC',
+      headers: call.metadata.getMap(),
+      decode: (model) => {
+        const request = decodeGrpcInfer(msg, model, abort, callDeadline(call), shm, direct.memory);
+        outputHandling = grpcOutputHandling(msg, model, shm);
+        return request;
       },
-      (err: unknown) => settle(err),
-    );
+    };
+    // The answer is encoded as the response is handed over; the span is reported sent once it is.
+    ctx.core.inferAsync(inferCall, (response) => settle(undefined, encodeGrpcInfer(response, undefined, outputHandling, shm))).catch(settle);
   };
 }
 

@@ -1,14 +1,12 @@
 import type { handleBidiStreamingCall } from '@grpc/grpc-js';
 import { Cancellation } from '../../cancellation';
-import { forwardHeaders } from '../forward-headers';
-import { withTraceContext } from '../trace-context';
 import { TritonError, toTritonError } from '../../errors';
-import type { InferenceResponse } from '../../model/inference';
 import type { TrackedCall } from './call-tracker';
 import { stoppingError, type GrpcContext } from './grpc-context';
 import { toGrpcStatus } from './grpc-status';
 import { decodeGrpcInfer, encodeGrpcInfer, grpcOutputHandling, parseModelInferRequest } from './infer-codec';
-import { inferModel } from '../infer-request';
+import type { InferCall } from '../infer-entry';
+import type { OutputHandling } from '../infer-request';
 import type { InferParameterMap, ModelInferRequestMessage, ModelInferResponseMessage, ModelStreamInferResponseMessage } from '../../protocol/messages';
 
 /** Every response of a non-decoupled model is its request's last: perf_analyzer and tritonclient read this flag. */
@@ -118,25 +116,29 @@ async function answer(
   write: (m: ModelStreamInferResponseMessage) => Promise<void> | undefined,
   metadata: Record<string, string | Buffer>,
 ): Promise<void> {
+  const shm = ctx.core.sharedMemory;
+  const emptyFinal = msg.parameters?.triton_enable_empty_final_response?.bool_param === true;
+  let outputHandling: Map<string, OutputHandling> | undefined;
+  let version: string | undefined;
+  const call: InferCall = {
+    modelName: msg.model_name,
+    modelVersion: msg.model_version,
+    protocol: 'GRPC',
+    headers: metadata,
+    decode: (model) => {
+      const request = decodeGrpcInfer(msg, model, cancellation, undefined, shm);
+      outputHandling = grpcOutputHandling(msg, model, shm);
+      version = model.version;
+      return request;
+    },
+  };
   try {
-    const model = inferModel(ctx.core, msg.model_name, msg.model_version);
-    const shm = ctx.core.sharedMemory;
-    const decoded = decodeGrpcInfer(msg, model, cancellation, undefined, shm);
-    const request = withTraceContext(decoded, metadata.traceparent, metadata.tracestate);
-    const outputHandling = grpcOutputHandling(msg, model, shm);
-    forwardHeaders(request.parameters as Record<string, unknown>, Object.entries(metadata), ctx.forwardHeader);
-    if (!model.config.decoupled) {
-      const response = await ctx.core.infer(request, model);
-      write({ error_message: '', infer_response: encodeGrpcInfer(response, FINAL, outputHandling, shm) });
-      return;
-    }
-    const emptyFinal = msg.parameters?.triton_enable_empty_final_response?.bool_param === true;
-    for await (const event of ctx.core.inferStream(request, model)) {
-      let full: Promise<void> | undefined;
-      if (event.outputs.length > 0) full = write({ error_message: '', infer_response: encodeGrpcInfer(event as InferenceResponse, event.final ? FINAL : NOT_FINAL, outputHandling, shm) });
-      else if (event.final && emptyFinal) full = write({ error_message: '', infer_response: emptyResponse(msg, FINAL, model.version) });
-      if (full) await full;
-    }
+    // Each response as it comes; a response without outputs (a decoupled model's closing one) is sent only when asked for.
+    await ctx.core.inferAsync(call, (response, final) => {
+      if (response.outputs.length > 0) return write({ error_message: '', infer_response: encodeGrpcInfer(response, final ? FINAL : NOT_FINAL, outputHandling, shm) });
+      if (final && emptyFinal) return write({ error_message: '', infer_response: emptyResponse(msg, FINAL, version) });
+      return undefined;
+    });
   } catch (err) {
     write({ error_message: toTritonError(err).message, infer_response: emptyResponse(msg, FINAL) });
   }

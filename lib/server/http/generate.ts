@@ -5,7 +5,7 @@ import type { InferenceRequest, InferenceResponse, NamedTensor } from '../../mod
 import type { Model } from '../../model/model';
 import { decodeJsonData, encodeJsonData } from '../../tensor/json-codec';
 import { parseJson } from '../../tensor/lossless-json';
-import { forwardHeaders, headerMatcher } from '../forward-headers';
+import type { InferCall } from '../infer-entry';
 import { parseParameters } from '../parameters';
 import type { ServerCore } from '../server-core';
 import { readBody } from './body';
@@ -15,52 +15,46 @@ import { readBody } from './body';
  * Server-Sent Events, one `data: {...}` per response. Top-level keys (and keys of `parameters`) named like a
  * model input become that tensor; every other key is a request parameter.
  */
-export async function handleGenerate(core: ServerCore, model: Model, req: http.IncomingMessage, res: http.ServerResponse, stream: boolean): Promise<void> {
+export async function handleGenerate(core: ServerCore, modelName: string, version: string | undefined, req: http.IncomingMessage, res: http.ServerResponse, stream: boolean): Promise<void> {
   const cancellation = new Cancellation();
   res.once('close', () => {
     if (!res.writableFinished) cancellation.abort();
   });
   const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
   if (encoding !== 'identity') throw new TritonError('INVALID_ARGUMENT', "Unsupported content-encoding, only 'identity' is supported.");
-  const body = await readBody(req, core.config.httpMaxInputSize);
-  const request = decodeGenerate(body.toString('utf8'), model, core.config.jsonMaxDepth, cancellation);
-  forwardHeaders(request.parameters as Record<string, unknown>, Object.entries(req.headers), headerMatcher(core.config.httpHeaderForwardPattern, 'httpHeaderForwardPattern'));
-  const responses: AsyncIterable<InferenceResponse & { final?: boolean }> = model.config.decoupled
-    ? core.inferStream(request, model)
-    : (async function* () {
-        yield await core.infer(request, model);
-      })();
+  const text = (await readBody(req, core.config.httpMaxInputSize)).toString('utf8');
+  const call: InferCall = {
+    modelName,
+    modelVersion: version,
+    protocol: 'HTTP',
+    headers: req.headers,
+    decode: (model) => decodeGenerate(text, model, core.config.jsonMaxDepth, cancellation),
+  };
   if (!stream) {
     const all: InferenceResponse[] = [];
-    for await (const r of responses) if (r.outputs.length > 0) all.push(r);
+    await core.inferAsync(call, (r) => void (r.outputs.length > 0 && all.push(r)));
     if (all.length !== 1) {
       throw new TritonError('INVALID_ARGUMENT', `generate expects model to produce exactly 1 response, use generate stream for model with decoupled transaction policy (got ${all.length})`);
     }
-    const text = encodeGenerate(all[0] as InferenceResponse);
-    res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
-    res.end(text);
+    const answer = encodeGenerate(all[0] as InferenceResponse);
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(answer) });
+    res.end(answer);
     return;
   }
-  const iterator = responses[Symbol.asyncIterator]();
   let started = false;
   try {
-    for (;;) {
-      const next = await iterator.next();
-      if (next.done) break;
-      if (next.value.outputs.length === 0) continue;
+    await core.inferAsync(call, (r) => {
+      if (r.outputs.length === 0) return undefined;
       if (!started) {
         res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache' });
         started = true;
       }
       // A full socket buffer pauses the model's generator (through its bounded response stream).
-      if (!res.write(`data: ${encodeGenerate(next.value)}\n\n`)) await drained(res);
-      if (cancellation.aborted) break;
-    }
+      return res.write(`data: ${encodeGenerate(r)}\n\n`) ? undefined : drained(res);
+    });
   } catch (err) {
     if (!started) throw err;
     res.write(`data: ${JSON.stringify({ error: toTritonError(err).message })}\n\n`);
-  } finally {
-    await iterator.return?.();
   }
   if (!started) res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache' });
   res.end();

@@ -11,11 +11,9 @@ import type { ServerCore } from '../server-core';
 import { compress, negotiateEncoding, ownMemory, readBody, readJsonObject } from './body';
 import { handleSharedMemory, SHARED_MEMORY_ROUTE } from './shared-memory-routes';
 import { handleRepository, REPOSITORY_ROUTE } from './repository-routes';
-import { forwardHeaders, headerMatcher } from '../forward-headers';
-import { withTraceContext } from '../trace-context';
+import type { InferCall } from '../infer-entry';
 import { handleGenerate } from './generate';
-import { decodeHttpInfer, encodeHttpInfer, type EncodedHttpInfer } from './infer-codec';
-import { inferModel } from '../infer-request';
+import { decodeHttpInfer, encodeHttpInfer, type DecodedHttpInfer, type EncodedHttpInfer } from './infer-codec';
 import { RestrictedApis, httpApiGroup, httpRestrictedError } from '../restricted-api';
 import { decodeSegment, originForm } from './request-target';
 import type { ConnectionDrain } from './connection-drain';
@@ -43,7 +41,6 @@ export class HttpServer {
   readonly router: Router;
   private readonly server: http.Server | https.Server;
   /** Which request headers become parameters (`httpHeaderForwardPattern`). */
-  private readonly forward: ((name: string) => boolean) | undefined;
   /** API groups that need a header (`httpRestrictedApi`). */
   private readonly restricted: RestrictedApis;
   /** The open connections, closed one by one between exchanges when the server stops. */
@@ -55,7 +52,6 @@ export class HttpServer {
     private readonly core: ServerCore,
     private readonly logger: Logger,
   ) {
-    this.forward = headerMatcher(core.config.httpHeaderForwardPattern, 'httpHeaderForwardPattern');
     this.restricted = RestrictedApis.parse(core.config.httpRestrictedApi, 'httpRestrictedApi');
     this.openai = core.config.openai ? new OpenAiFrontend(core, this.restricted, logger) : undefined;
     this.router = express.Router();
@@ -148,27 +144,34 @@ export class HttpServer {
     const exchanges = exchangesOf(req.socket);
     exchanges.add(cancellation);
     try {
-      const model = inferModel(this.core, modelName, version, 'HTTP end point');
-      const limit = this.core.config.httpMaxInputSize;
-      const memory = this.core.requestBuffers.capacity > 0 ? new RequestMemory(this.core.requestBuffers) : undefined;
+      const { config, requestBuffers, sharedMemory } = this.core;
+      const memory = requestBuffers.capacity > 0 ? new RequestMemory(requestBuffers) : undefined;
       const ihcl = req.headers['inference-header-content-length'];
       // Only a body with binary tensors goes into pooled memory: those tensors view it. A JSON body is garbage
       // once parsed, and holding it until the response is written only holds memory longer.
-      const body = await readBody(req, limit, ihcl === undefined ? undefined : memory);
+      const body = await readBody(req, config.httpMaxInputSize, ihcl === undefined ? undefined : memory);
       const headerLength = ihcl === undefined ? null : Number(ihcl);
       if (headerLength !== null && !Number.isInteger(headerLength)) {
         throw new TritonError('INVALID_ARGUMENT', `inference header size should be in range (0, ${body.length}), got: ${ihcl}`);
       }
-      const decoded = decodeHttpInfer(body, headerLength, model, this.core.config.jsonMaxDepth, cancellation, ownMemory(body), this.core.sharedMemory, memory);
-      if (this.forward) forwardHeaders(decoded.request.parameters as Record<string, unknown>, Object.entries(req.headers), this.forward);
-      const response = await this.core.infer(withTraceContext(decoded.request, req.headers.traceparent, req.headers.tracestate), model);
-      const { json, blobs } = encodeHttpInfer(response, decoded);
-      const encoding = negotiateEncoding(req.headers['accept-encoding'] as string | undefined);
-      // The response may view the request's memory: it goes back once the response is handed to the socket.
-      if (memory?.holding) res.once('finish', () => memory.release());
-      if (encoding) await writeCompressed(res, encoding, json, blobs);
-      else writeInferResponse(res, json, blobs);
-      response.span?.sent('HTTP');
+      let decoded: DecodedHttpInfer | undefined;
+      const call: InferCall = {
+        modelName,
+        modelVersion: version,
+        protocol: 'HTTP',
+        unaryEndpoint: 'HTTP end point',
+        headers: req.headers,
+        decode: (model) => (decoded = decodeHttpInfer(body, headerLength, model, config.jsonMaxDepth, cancellation, ownMemory(body), sharedMemory, memory)).request,
+      };
+      await this.core.inferAsync(call, (response) => {
+        const { json, blobs } = encodeHttpInfer(response, decoded as DecodedHttpInfer);
+        const encoding = negotiateEncoding(req.headers['accept-encoding'] as string | undefined);
+        // The response may view the request's memory: it goes back once the response is handed to the socket.
+        if (memory?.holding) res.once('finish', () => memory.release());
+        if (encoding) return writeCompressed(res, encoding, json, blobs);
+        writeInferResponse(res, json, blobs);
+        return undefined;
+      });
     } catch (err) {
       // An over-limit body is not read to the end; close the connection rather than drain it, and say so
       // (`Connection: close`) so that keep-alive clients do not send their next request on a dead socket.
@@ -334,7 +337,12 @@ function buildApp(core: ServerCore, router: Router, escaped: EscapedError): Expr
     const wantsPost = action === 'infer' || action === 'generate' || action === 'generate_stream';
     if (req.method !== (wantsPost ? 'POST' : 'GET')) return methodNotAllowed(res);
     try {
-      const model = core.repository.get(decodeSegment(rawName as string), version);
+      const name = decodeSegment(rawName as string);
+      if (action === 'generate' || action === 'generate_stream') {
+        // The core finds the model. Returned: express answers a rejection of the error handler itself through `escaped`.
+        return handleGenerate(core, name, version, req, res, action === 'generate_stream').catch((err: unknown) => sendError(res, toTritonError(err)));
+      }
+      const model = core.repository.get(name, version);
       switch (action) {
         case undefined:
           res.json(core.repository.metadataOf(model.name, version));
@@ -349,10 +357,6 @@ function buildApp(core: ServerCore, router: Router, escaped: EscapedError): Expr
         case 'stats':
           res.json({ model_stats: core.modelStatistics(model.name, version) });
           return;
-        case 'generate':
-        case 'generate_stream':
-          // Returned: express answers a rejection of the error handler itself through `escaped`.
-          return handleGenerate(core, model, req, res, action === 'generate_stream').catch((err: unknown) => sendError(res, toTritonError(err)));
         default:
           throw new TritonError('UNSUPPORTED', `the '${action}' endpoint is not supported by this server`);
       }

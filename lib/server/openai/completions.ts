@@ -4,6 +4,7 @@ import { cancelledError, type Cancellation } from '../../cancellation';
 import { chatTemplateOf } from '../../model/chat-template';
 import type { Model } from '../../model/model';
 import { drained } from '../http/generate';
+import type { InferCall } from '../infer-entry';
 import type { ServerCore } from '../server-core';
 import { checkTextModel, generate, generationRequest, UsageCounter, type GeneratedPiece } from './generation';
 import { openAiError } from './openai-error';
@@ -47,32 +48,41 @@ const COMPLETION: CompletionKind = {
   chunkChoice: (text, finishReason) => ({ index: 0, text: text ?? '', logprobs: null, finish_reason: finishReason }),
 };
 
-/** `POST /v1/chat/completions` (`chat`) or `POST /v1/completions` on `model`. */
+/** `POST /v1/chat/completions` (`chat`) or `POST /v1/completions` on the model the body names. */
 export async function handleCompletion(
   core: ServerCore,
-  model: Model,
   body: Body,
   res: http.ServerResponse,
   cancellation: Cancellation,
   chat: boolean,
 ): Promise<void> {
   const kind = chat ? CHAT : COMPLETION;
-  checkTextModel(model);
   const sampling = samplingOf(body, chat);
-  const { prompt, echo } = kind.prompt(model, body);
-  const request = generationRequest(model, prompt, sampling, cancellation);
+  // The prompt comes from the model's chat template: it is built once the core has found the model.
+  let echo = '';
+  const call: InferCall = {
+    modelName: body.model as string,
+    modelVersion: undefined,
+    protocol: 'HTTP',
+    decode: (model) => {
+      checkTextModel(model);
+      const prompt = kind.prompt(model, body);
+      echo = prompt.echo;
+      return generationRequest(model, prompt.prompt, sampling, cancellation);
+    },
+  };
   const head = { id: `${kind.idPrefix}-${randomUUID()}`, object: kind.object, created: Math.floor(Date.now() / 1000), model: body.model as string };
-  const pieces = generate(core, model, request);
+  const pieces = generate(core, call);
   const usage = new UsageCounter();
   if (!sampling.stream) {
-    let text = echo;
+    let text = '';
     let finishReason: string | undefined;
     for await (const piece of pieces) {
       text += piece.text;
       finishReason = piece.finishReason ?? finishReason;
       usage.add(piece);
     }
-    const answer = JSON.stringify({ ...head, choices: [kind.choice(text, finishReason ?? 'stop')], ...(usage.usage && { usage: usage.usage }) });
+    const answer = JSON.stringify({ ...head, choices: [kind.choice(echo + text, finishReason ?? 'stop')], ...(usage.usage && { usage: usage.usage }) });
     res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(answer) });
     res.end(answer);
     return;

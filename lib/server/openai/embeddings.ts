@@ -5,6 +5,8 @@ import type { NamedTensorSpec } from '../../config/tensor-spec';
 import type { Model } from '../../model/model';
 import { encodeJsonData } from '../../tensor/json-codec';
 import { generateRequest } from '../http/generate';
+import type { InferenceResponse } from '../../model/inference';
+import type { InferCall } from '../infer-entry';
 import type { ServerCore } from '../server-core';
 import { PROMPT_TOKENS, reportedCount, TEXT_INPUT } from './generation';
 import { invalidParam } from './openai-error';
@@ -16,17 +18,33 @@ import { embeddingsOf, type Body } from './openai-request';
  * inference request, all sent at once, so that the dynamic batcher batches them and a response cache serves
  * each text it has seen; the vectors are the model's, bit for bit.
  */
-export async function handleEmbeddings(core: ServerCore, model: Model, body: Body, res: http.ServerResponse, cancellation: Cancellation): Promise<void> {
-  const { input, output } = embeddingSpecs(model);
+export async function handleEmbeddings(core: ServerCore, body: Body, res: http.ServerResponse, cancellation: Cancellation): Promise<void> {
+  const name = body.model as string;
   const request = embeddingsOf(body);
-  const responses = await Promise.all(request.texts.map((text) => core.infer(generateRequest({ [input.name]: text }, model, cancellation), model)));
+  let output: NamedTensorSpec | undefined;
+  const embed = (text: string): Promise<InferenceResponse> => {
+    let response: InferenceResponse | undefined;
+    const call: InferCall = {
+      modelName: name,
+      modelVersion: undefined,
+      protocol: 'HTTP',
+      unaryEndpoint: `model '${name}': embeddings`,
+      decode: (model) => {
+        const specs = embeddingSpecs(model);
+        output = specs.output;
+        return generateRequest({ [specs.input.name]: text }, model, cancellation);
+      },
+    };
+    return core.inferAsync(call, (r) => void (response = r)).then(() => response as InferenceResponse);
+  };
+  const responses = await Promise.all(request.texts.map(embed));
   let promptTokens: number | undefined;
   const data = responses.map((response, index) => {
-    const tensor = response.outputs.find((o) => o.name === output.name)?.tensor;
-    if (tensor?.dtype !== 'FP32') throw new TritonError('INFERENCE_FAILED', `model '${model.name}' returned no FP32 output '${output.name}'`);
+    const tensor = response.outputs.find((o) => o.name === output?.name)?.tensor;
+    if (tensor?.dtype !== 'FP32') throw new TritonError('INFERENCE_FAILED', `model '${name}' returned no FP32 output '${output?.name ?? ''}'`);
     const vector = tensor.data as Float32Array;
     if (request.dimensions !== undefined && request.dimensions !== vector.length) {
-      throw invalidParam('dimensions', `Model '${model.name}' returns ${vector.length} dimensions, not ${request.dimensions}.`, 'unsupported_value');
+      throw invalidParam('dimensions', `Model '${name}' returns ${vector.length} dimensions, not ${request.dimensions}.`, 'unsupported_value');
     }
     const tokens = reportedCount(response, PROMPT_TOKENS);
     if (tokens !== undefined) promptTokens = (promptTokens ?? 0) + tokens;
@@ -45,7 +63,6 @@ export async function handleEmbeddings(core: ServerCore, model: Model, body: Bod
 
 /** The text input and embedding output of `model`, or a 400 saying what it lacks. */
 function embeddingSpecs(model: Model): { input: NamedTensorSpec; output: NamedTensorSpec } {
-  if (model.config.decoupled) throw new TritonError('INVALID_ARGUMENT', `model '${model.name}' is decoupled: embeddings need a model that answers each request once`);
   const texts = model.inputs.filter((s) => s.dtype === 'BYTES');
   const input = texts.find((s) => s.name === TEXT_INPUT) ?? (texts.length === 1 ? texts[0] : undefined);
   const floats = model.outputs.filter((s) => s.dtype === 'FP32');

@@ -3,6 +3,8 @@ import { TritonError } from '../../errors';
 import type { InferenceRequest, InferenceResponse, NamedTensor } from '../../model/inference';
 import type { Model } from '../../model/model';
 import { generateRequest } from '../http/generate';
+import type { InferCall } from '../infer-entry';
+import { pullResponses } from '../pull-responses';
 import type { ServerCore } from '../server-core';
 import type { Sampling } from './openai-request';
 
@@ -65,13 +67,12 @@ export function generationRequest(model: Model, prompt: string, sampling: Sampli
   return generateRequest(fields, model, cancellation);
 }
 
-/** Runs a generation request: one piece per response, as the responses come. */
-export async function* generate(core: ServerCore, model: Model, request: InferenceRequest): AsyncGenerator<GeneratedPiece> {
-  if (model.config.decoupled) {
-    for await (const response of core.inferStream(request, model)) if (response.outputs.length > 0) yield pieceOf(response);
-    return;
-  }
-  yield pieceOf(await core.infer(request, model));
+/**
+ * Runs a generation request: one piece per response that carries outputs or parameters, as the responses come
+ * (pulled, so that a slow writer pauses the model).
+ */
+export async function* generate(core: Pick<ServerCore, 'inferAsync'>, call: InferCall): AsyncGenerator<GeneratedPiece> {
+  for await (const response of pullResponses(core, call)) if (response.outputs.length > 0 || response.parameters !== undefined) yield pieceOf(response);
 }
 
 /** Adds up the token counts of a generation's pieces: the prompt's from the first report, the completion's summed. */

@@ -87,9 +87,15 @@ export class OpenAiFrontend {
     const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
     if (encoding !== 'identity') throw new TritonError('INVALID_ARGUMENT', "Unsupported content-encoding, only 'identity' is supported.");
     const body = parseBody(await readBody(req, this.core.config.httpMaxInputSize), this.core.config.jsonMaxDepth);
-    const model = this.model(modelOf(body));
-    if (path === '/v1/embeddings') return handleEmbeddings(this.core, model, body, res, cancellation);
-    return handleCompletion(this.core, model, body, res, cancellation, path === '/v1/chat/completions');
+    const name = modelOf(body);
+    try {
+      if (path === '/v1/embeddings') await handleEmbeddings(this.core, body, res, cancellation);
+      else await handleCompletion(this.core, body, res, cancellation, path === '/v1/chat/completions');
+    } catch (err) {
+      // OpenAI's words for a model it does not know.
+      if (err instanceof TritonError && err.code === 'MODEL_NOT_FOUND' && !this.core.repository.has(name)) throw unknownModel(name);
+      throw err;
+    }
   }
 
   /** Refuses a request without the restricted group's header, or without the API key. */
@@ -114,7 +120,7 @@ export class OpenAiFrontend {
 
   /** The model a request names (its latest version); OpenAI's 404 when there is none. */
   private model(name: string): Model {
-    if (!this.core.repository.has(name)) throw new TritonError('MODEL_NOT_FOUND', `The model '${name}' does not exist.`);
+    if (!this.core.repository.has(name)) throw unknownModel(name);
     return this.core.repository.get(name);
   }
 
@@ -127,6 +133,10 @@ function sendJson(res: http.ServerResponse, value: unknown): void {
   const text = JSON.stringify(value);
   res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
   res.end(text);
+}
+
+function unknownModel(name: string): TritonError {
+  return new TritonError('MODEL_NOT_FOUND', `The model '${name}' does not exist.`);
 }
 
 function methodNotAllowed(method: string | undefined, path: string): TritonError {
