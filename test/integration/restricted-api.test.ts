@@ -1,4 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
+import * as nodeHttp from 'node:http';
 import { Triton, type TritonConfigInit } from 'tstriton';
 import { batch } from 'tstriton/decorators';
 import { loadProtos } from '../../lib/protocol/protos';
@@ -194,5 +195,86 @@ describe('restricted protocols over gRPC', () => {
     });
     expect(status.code).toBe(grpc.status.UNAVAILABLE);
     expect(status.details).toBe("This protocol is restricted, expecting header 'triton-grpc-protocol-infer-key'");
+  });
+});
+
+/**
+ * One request with `target` sent as it is (fetch drops a fragment before sending; node:http does not), on its own
+ * connection; resolves with the status and the body.
+ */
+function rawRequest(port: number, method: string, target: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const req = nodeHttp.request(
+      { host: '127.0.0.1', port, method, path: target, agent: false, headers: { ...(payload === undefined ? {} : { 'content-type': 'application/json' }), ...headers } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+describe('a request target with a fragment', () => {
+  beforeEach(() => start({ httpRestrictedApi: 'statistics,model-config,trace,inference:admin-key=secret', openai: true, openaiPort: 0 }));
+
+  const FRAGMENT_ERROR = /malformed request target .*a fragment \('#'\) is not part of an HTTP request target/;
+
+  it('is refused 400 before the restricted-API check and any route, on every restricted route', async () => {
+    const port = triton.ports.http!;
+    const cases: [string, string, unknown][] = [
+      ['GET', '/v2/models/double/stats#frag', undefined],
+      ['GET', '/v2/models/stats#frag', undefined],
+      ['GET', '/v2/models/double/versions/1/stats#frag', undefined],
+      ['GET', '/v2/models/double/stats#', undefined],
+      ['GET', '/v2/models/double\\stats#frag', undefined],
+      ['GET', 'http://127.0.0.1/v2/models/double/stats#frag', undefined],
+      ['GET', '/v2/models/double/config#frag', undefined],
+      ['GET', '/v2/trace/setting#frag', undefined],
+      ['GET', '/v2/models/double/trace/setting#frag', undefined],
+      ['POST', '/v2/models/double/infer#frag', INFER_BODY],
+      ['POST', '/v2/models/double/versions/1/infer#frag', INFER_BODY],
+      ['GET', '/v2/health/ready#frag', undefined],
+    ];
+    for (const [method, target, body] of cases) {
+      // Without the key, and with it: the target itself is malformed.
+      for (const headers of [{}, { 'admin-key': 'secret' }] as Record<string, string>[]) {
+        const res = await rawRequest(port, method, target, body, headers);
+        expect([method, target, res.status]).toEqual([method, target, 400]);
+        expect(res.text).not.toContain('model_stats');
+        expect(res.text).not.toContain('max_batch_size');
+        expect(res.text).not.toContain('trace_level');
+        expect((JSON.parse(res.text) as { error: string }).error).toMatch(FRAGMENT_ERROR);
+      }
+    }
+    // Nothing ran: the infer requests never reached the model.
+    const stats = await rawRequest(port, 'GET', '/v2/models/double/stats', undefined, { 'admin-key': 'secret' });
+    expect(stats.status).toBe(200);
+    expect((JSON.parse(stats.text) as { model_stats: { inference_count: number }[] }).model_stats[0]!.inference_count).toBe(0);
+    // The same targets without the fragment still pass through the check.
+    expect((await rawRequest(port, 'GET', '/v2/models/double/stats')).status).toBe(403);
+    expect((await rawRequest(port, 'GET', '/v2/models/double/stats?x=#')).status).toBe(400);
+  });
+
+  it('is refused 400 in OpenAI\'s error shape on /v1, on the HTTP port and the OpenAI port', async () => {
+    for (const port of [triton.ports.http!, triton.ports.openai!]) {
+      for (const [method, target, body] of [
+        ['GET', '/v1/models#frag', undefined],
+        ['POST', '/v1/chat/completions#frag', { model: 'double', messages: [{ role: 'user', content: 'hi' }] }],
+      ] as const) {
+        const res = await rawRequest(port, method, target, body);
+        expect([port, target, res.status]).toEqual([port, target, 400]);
+        const { error } = JSON.parse(res.text) as { error: { message: string; type: string } };
+        expect(error.type).toBe('invalid_request_error');
+        expect(error.message).toMatch(FRAGMENT_ERROR);
+      }
+    }
+    // A non-/v1 target on the OpenAI port is refused for its fragment too, before its 404.
+    expect((await rawRequest(triton.ports.openai!, 'GET', '/v2/models/double/stats#frag')).status).toBe(400);
   });
 });

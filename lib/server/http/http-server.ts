@@ -15,10 +15,11 @@ import type { InferCall } from '../infer-entry';
 import { handleGenerate } from './generate';
 import { decodeHttpInfer, encodeHttpInfer, type DecodedHttpInfer, type EncodedHttpInfer } from './infer-codec';
 import { RestrictedApis, httpApiGroup, httpRestrictedError } from '../restricted-api';
-import { decodeSegment, originForm } from './request-target';
+import { decodeSegment, requestTarget } from './request-target';
 import type { ConnectionDrain } from './connection-drain';
 import { createNodeHttpServer } from './node-server';
 import { isOpenAiPath, OpenAiFrontend } from '../openai/openai-frontend';
+import { sendOpenAiError } from '../openai/openai-error';
 
 /** `/v2/logging`. */
 const LOGGING_ROUTE = /^\/v2\/logging$/;
@@ -117,11 +118,17 @@ export class HttpServer {
   }
 
   private route(req: http.IncomingMessage, res: http.ServerResponse): void {
-    let url = req.url ?? '/';
-    // Absolute form (`POST http://host:8000/v2/... HTTP/1.1`) is routed by its path, for express too.
-    if (url.charCodeAt(0) !== 47) req.url = url = originForm(url);
-    const q = url.indexOf('?');
-    const path = q < 0 ? url : url.slice(0, q);
+    const target = req.url ?? '/';
+    let path: string;
+    try {
+      // Before the restriction check and any router: both must see this one path.
+      const parsed = requestTarget(target);
+      // Absolute form (`POST http://host:8000/v2/... HTTP/1.1`) is routed by its path, for express too.
+      req.url = parsed.url;
+      path = parsed.path;
+    } catch (err) {
+      return this.openai && isOpenAiPath(target) ? sendOpenAiError(res, err) : sendError(res, toTritonError(err));
+    }
     // The OpenAI-compatible API applies the same restrictions itself, answering in OpenAI's error shape.
     if (this.openai && isOpenAiPath(path)) return this.openai.handle(req, res, path);
     // Every route, the infer hot path and users' own included, passes this one check.

@@ -4,7 +4,7 @@ import { TritonError, SERVER_STOPPING_MESSAGE } from '../../errors';
 import type { Logger } from '../../logger';
 import type { ConnectionDrain } from '../http/connection-drain';
 import { createNodeHttpServer } from '../http/node-server';
-import { originForm } from '../http/request-target';
+import { requestTarget } from '../http/request-target';
 import { listenOn } from '../listen';
 import { RestrictedApis } from '../restricted-api';
 import type { ServerCore, Transport } from '../server-core';
@@ -32,9 +32,12 @@ export class OpenAiServer implements Transport {
         req.resume();
         return;
       }
-      const url = (req.url ?? '/').charCodeAt(0) === 47 ? (req.url ?? '/') : originForm(req.url ?? '/');
-      const q = url.indexOf('?');
-      const path = q < 0 ? url : url.slice(0, q);
+      let path: string;
+      try {
+        ({ path } = requestTarget(req.url ?? '/'));
+      } catch (err) {
+        return sendOpenAiError(res, err);
+      }
       if (isOpenAiPath(path)) frontend.handle(req, res, path);
       else sendOpenAiError(res, new TritonError('NOT_FOUND', `Invalid URL (${req.method ?? ''} ${path})`));
     };
