@@ -1,9 +1,14 @@
 /**
  * Jest runs TypeScript through ts-jest in transpile-only mode (pure JavaScript, no native binaries);
  * type-checking is `npm run typecheck`.
+ *
+ * Every file runs in the watchdog environment (test/helpers/watchdog-environment.ts: a file that leaves a server,
+ * socket, child process or worker thread open after its last hook fails, naming it, and the handle is closed), with
+ * track-hooks.ts stopping what track() registered even when the hook that started it timed out.
  */
 const shared = {
-  testEnvironment: 'node',
+  testEnvironment: '<rootDir>/test/helpers/watchdog-environment.ts',
+  setupFilesAfterEnv: ['<rootDir>/test/helpers/track-hooks.ts'],
   transform: {
     '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.json', diagnostics: false }],
   },
@@ -14,10 +19,22 @@ const shared = {
   },
 };
 
+// Timeouts, per test and per hook, sized for a 2-core machine busy with other work (load average 3): about 3x what a
+// step takes there, where jest's default 5 s failed 22 tests in hooks that start servers.
+// - unit: no sockets, but some tests start worker threads or a node process (1-3 s each on a busy core);
+// - integration: a hook starts a real server, often with worker threads (each loads the TypeScript hook) or a child
+//   node process that compiles its TypeScript on start: 5-10 s on a busy core, and a test may start two;
+// - robustness: a fuzz run is thousands of requests against a server in a child process.
+// jest's testTimeout is one value for every project, so each project hands its own to the watchdog environment; a
+// file's jest.setTimeout and the --testTimeout flag still win.
 module.exports = {
   projects: [
-    { ...shared, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
-    { ...shared, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.test.ts'] },
-    { ...shared, displayName: 'robustness', testMatch: ['<rootDir>/test/robustness/**/*.test.ts'] },
+    { ...shared, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'], testEnvironmentOptions: { testTimeout: 15_000 } },
+    { ...shared, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.test.ts'], testEnvironmentOptions: { testTimeout: 30_000 } },
+    { ...shared, displayName: 'robustness', testMatch: ['<rootDir>/test/robustness/**/*.test.ts'], testEnvironmentOptions: { testTimeout: 120_000 } },
   ],
+  // Exit once the results are reported even if something still holds the event loop: the watchdog environment has
+  // already failed the file that left it open, by name; without this, one forgotten handle keeps `npm test` (and CI)
+  // waiting forever.
+  forceExit: true,
 };

@@ -22,7 +22,8 @@ export interface TestCertificates {
 export function makeTestCertificates(prefix: string): TestCertificates {
   const dir = mkdtempSync(join(tmpdir(), `tstriton-${prefix}-`));
   const openssl = (...args: string[]): void => {
-    execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+    // Bounded: a synchronous call that hung would block jest's timeouts too.
+    execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'], timeout: 10_000 });
   };
   const paths = (name: string): CertFiles => ({ cert: join(dir, `${name}.pem`), key: join(dir, `${name}.key`) });
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
