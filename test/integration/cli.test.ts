@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { FLAGS } from '../../lib/cli/flags';
 import { flagUsage } from '../../lib/cli/help';
 import { parseModelConfigText } from '../../lib/config/model-config-text';
+import { exitingWithParent, track } from '../helpers/resources';
 import { spawnServing, type ServingChild } from '../helpers/serving-child';
 
 // The `tstriton` command line in a process of its own, run from the sources with the TypeScript hook (jest does not
@@ -34,9 +35,10 @@ function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
 
 function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [...CLI, ...args], { cwd: ROOT, env: cleanEnv(env) }, (err, stdout, stderr) => {
+    const child = execFile(process.execPath, [...CLI, ...args], { cwd: ROOT, env: exitingWithParent(cleanEnv(env)) }, (err, stdout, stderr) => {
       resolve({ code: err ? Number((err as { code?: unknown }).code ?? 1) : 0, stdout, stderr });
     });
+    track(child);
   });
 }
 
@@ -125,7 +127,9 @@ describe('tstriton serve', () => {
     port = server.ports.http as number;
   });
 
+  // If beforeAll failed, `server` is unset and the tracked child is stopped after the file.
   afterAll(async () => {
+    if (!server) return;
     server.child.kill('SIGTERM');
     expect(await server.exited).toBe(0);
   });

@@ -1,4 +1,4 @@
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
 import * as http2 from 'node:http2';
@@ -9,6 +9,7 @@ import { Triton, type Request, type Response, type TritonConfigInit } from 'tstr
 import { loadProtos } from '../../lib/protocol/protos';
 import type { ModelInferRequestMessage, ModelInferResponseMessage, ModelStreamInferResponseMessage } from '../../lib/protocol/messages';
 import { rejectionOf } from '../helpers/caught';
+import { forkTracked } from '../helpers/resources';
 
 jest.setTimeout(60_000);
 
@@ -131,7 +132,7 @@ describe('gRPC hardening: a decompression bomb', () => {
 
   /** Starts the fixture server in a child process (default config) and resolves with its port and limit. */
   async function startChild(): Promise<{ port: number; limit: number; pid: number }> {
-    const proc = fork(join(__dirname, '../fixtures/grpc/child-server.js'), [], {
+    const proc = forkTracked(join(__dirname, '../fixtures/grpc/child-server.js'), [], {
       execArgv: ['--require', join(__dirname, '../../lib/instances/worker/register-ts.js')],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });

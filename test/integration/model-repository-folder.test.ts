@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Triton, type TritonConfigInit } from '../../lib';
+import { track } from '../helpers/resources';
 
 const IDENTITY = path.join(__dirname, '../fixtures/onnx/identity_fp32.onnx');
 const SCRIPT = path.join(__dirname, '../fixtures/repository/scale_model.ts');
@@ -50,6 +51,7 @@ describe('serving a model repository folder', () => {
     repo = new RepoDir();
   });
 
+  // Stopped here, before its folder goes; track() in start() stops it even when this hook did not get to it.
   afterEach(async () => {
     await triton?.stop();
     triton = undefined;
@@ -57,7 +59,7 @@ describe('serving a model repository folder', () => {
   });
 
   async function start(config: TritonConfigInit = {}): Promise<Triton> {
-    triton = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent', modelRepository: [repo.root], ...config });
+    triton = track(new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent', modelRepository: [repo.root], ...config }));
     await triton.run();
     base = `http://127.0.0.1:${triton.ports.http}`;
     return triton;

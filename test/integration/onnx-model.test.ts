@@ -2,6 +2,7 @@ import * as path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { Triton, onnxModel } from '../../lib';
 import type { Model } from '../../lib/model';
+import { track } from '../helpers/resources';
 
 const fixture = (name: string) => path.join(__dirname, '../fixtures/onnx', name);
 
@@ -10,16 +11,13 @@ describe('ONNX models', () => {
   let base: string;
 
   beforeAll(async () => {
-    triton = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' });
+    // Tracked: stopped after the file even if this hook times out while the sessions load.
+    triton = track(new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' }));
     triton.bind({ modelName: 'matmul', inferFunc: onnxModel({ path: fixture('matmul_256.onnx'), maxBatchSize: 16, intraOpNumThreads: 1 }) });
     triton.bind({ modelName: 'mixed', inferFunc: onnxModel({ path: fixture('mixed_types.onnx'), intraOpNumThreads: 1 }) });
     triton.bind({ modelName: 'fixed', inferFunc: onnxModel({ path: fixture('fixed_shape.onnx'), intraOpNumThreads: 1 }) });
     await triton.run();
     base = `http://127.0.0.1:${triton.ports.http}`;
-  });
-
-  afterAll(async () => {
-    await triton.stop();
   });
 
   const getJson = async (p: string) => (await fetch(`${base}${p}`)).json() as Promise<Record<string, unknown>>;
@@ -55,7 +53,7 @@ describe('ONNX models', () => {
         const r = await s.run({ x: new ort.Tensor('float32', Float32Array.from(JSON.parse(process.argv[2])), [2, 256]) });
         process.stdout.write(JSON.stringify(Array.from(r.y.data)));
       })();`;
-    const direct = JSON.parse(execFileSync(process.execPath, ['-e', script, fixture('matmul_256.onnx'), JSON.stringify(x)], { encoding: 'utf8' })) as number[];
+    const direct = JSON.parse(execFileSync(process.execPath, ['-e', script, fixture('matmul_256.onnx'), JSON.stringify(x)], { encoding: 'utf8', timeout: 20_000 })) as number[];
     expect(served.body.outputs[0]!.shape).toEqual([2, 256]);
     // JSON carries each FP32 output in the fewest digits that read back to it: compared as float32 values.
     expect(Array.from(Float32Array.from(served.body.outputs[0]!.data as number[]))).toEqual(direct);

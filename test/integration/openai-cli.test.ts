@@ -26,7 +26,9 @@ describe('tstriton serve --openai', () => {
     server = await startServer(['--module', MODULE, '--openai', '--openai-port', '0'], { TSTRITON_OPENAI_API_KEY: 'sk-cli' });
   });
 
+  // If beforeAll failed, `server` is unset and the tracked child is stopped after the file.
   afterAll(async () => {
+    if (!server) return;
     server.child.kill('SIGTERM');
     expect(await server.exited).toBe(0);
   });

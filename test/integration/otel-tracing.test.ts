@@ -1,6 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import * as http from 'node:http';
 import { join } from 'node:path';
+import { track } from '../helpers/resources';
 import { spawnServing } from '../helpers/serving-child';
 
 const ROOT = join(__dirname, '../..');
@@ -65,31 +66,34 @@ function startServer(url: string): Promise<{ child: ChildProcess; base: string; 
 
 describe('OpenTelemetry tracing', () => {
   let receiver: Receiver;
-  let server: Awaited<ReturnType<typeof startServer>>;
+  let server: Awaited<ReturnType<typeof startServer>> | undefined;
 
+  // The receiver and the server's child process are tracked: if this hook times out (the child compiles its
+  // TypeScript on start), both are still stopped after the test, the child first, and no later test sees them.
   beforeEach(async () => {
-    receiver = new Receiver();
+    server = undefined;
+    receiver = track(new Receiver());
     server = await startServer(await receiver.listen());
   });
 
+  // A test that has not stopped the server: SIGTERM lets it export what it holds before the receiver closes.
   afterEach(async () => {
-    if (server.child.exitCode === null) {
+    if (server && server.child.exitCode === null) {
       server.child.kill('SIGTERM');
       await server.exited;
     }
-    await receiver.close();
   });
 
   /** Stops the server: it exports every span it still holds before it exits. */
   const stopServer = async () => {
-    server.child.kill('SIGTERM');
-    expect(await server.exited).toBe(0);
+    server!.child.kill('SIGTERM');
+    expect(await server!.exited).toBe(0);
   };
 
   const infer = (model: string, headers: Record<string, string> = {}, id = '') =>
-    fetch(`${server.base}/v2/models/${model}/infer`, { method: 'POST', headers, body: JSON.stringify({ id, inputs: [{ name: 'x', datatype: 'FP32', shape: [2], data: [1, 2] }] }) });
+    fetch(`${server!.base}/v2/models/${model}/infer`, { method: 'POST', headers, body: JSON.stringify({ id, inputs: [{ name: 'x', datatype: 'FP32', shape: [2], data: [1, 2] }] }) });
 
-  const traceSettings = (settings: Record<string, unknown>) => fetch(`${server.base}/v2/trace/setting`, { method: 'POST', body: JSON.stringify(settings) });
+  const traceSettings = (settings: Record<string, unknown>) => fetch(`${server!.base}/v2/trace/setting`, { method: 'POST', body: JSON.stringify(settings) });
 
   it("a worker instance's BLS call is a child span of its request, in the same trace, each with a compute span", async () => {
     expect((await infer('caller', {}, 'r1')).status).toBe(200);

@@ -2,16 +2,11 @@ import * as path from 'node:path';
 import { Triton, tensor, workers, type Request, type Response, type Tensor } from '../../lib';
 import { batch, groupByKeys, padBatch, type BatchContext } from '../../decorators';
 import { bindRaggedSum } from '../../examples/ragged/model';
+import { track } from '../helpers/resources';
 
-const servers: Triton[] = [];
-
-afterEach(async () => {
-  for (const t of servers.splice(0)) await t.stop();
-});
-
+/** A server with what `bind` binds, stopped after the test (tracked). */
 async function start(bind: (t: Triton) => void): Promise<Triton> {
-  const triton = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' });
-  servers.push(triton);
+  const triton = track(new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' }));
   bind(triton);
   await triton.run();
   return triton;

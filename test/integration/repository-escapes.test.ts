@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as os from 'node:os';
@@ -6,6 +6,7 @@ import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { Triton, type TritonConfigInit } from 'tstriton';
 import { loadProtos } from '../../lib/protocol/protos';
+import { spawnTracked } from '../helpers/resources';
 
 // The model repository's load API and config fields never lead outside the repository: model names, the files
 // a load request sends, and the files a config names. A model folder beside the repository ("outside") holds
@@ -41,20 +42,21 @@ let repo: string;
 let outside: string;
 let triton: Triton | undefined;
 let grpcClient: grpc.Client | undefined;
-const children: ChildProcess[] = [];
 
 const ROOT = path.join(__dirname, '..', '..');
 const CLI = ['--require', path.join(ROOT, 'lib/instances/worker/register-ts.js'), path.join(ROOT, 'lib/cli/main.ts')];
 
-/** `tstriton serve args` in a child process, once it logs "serving": its ports and every log line until then. */
+/**
+ * `tstriton serve args` in a child process, once it logs "serving": its ports and every log line until then. The child
+ * is tracked: stopped after the test whatever happens to it.
+ */
 function serveChild(args: string[]): Promise<{ child: ChildProcess; ports: Record<string, number>; lines: { level?: number; msg?: unknown }[] }> {
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('TSTRITON_')));
-  const child = spawn(process.execPath, [...CLI, 'serve', ...args, '--http-address', '127.0.0.1', '--http-port', '0', '--grpc-port', '0', '--allow-metrics', 'false'], {
+  const child = spawnTracked(process.execPath, [...CLI, 'serve', ...args, '--http-address', '127.0.0.1', '--http-port', '0', '--grpc-port', '0', '--allow-metrics', 'false'], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  children.push(child);
   const lines: { level?: number; msg?: unknown; ports?: Record<string, number> }[] = [];
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
@@ -107,7 +109,6 @@ beforeEach(() => {
 });
 
 afterEach(async () => {
-  for (const child of children.splice(0)) child.kill('SIGKILL');
   grpcClient?.close();
   grpcClient = undefined;
   try {

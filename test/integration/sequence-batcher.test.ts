@@ -3,16 +3,11 @@ import { Triton, ensemble, workers, type Request, type Tensor } from '../../lib'
 import { bindSequenceAccumulate } from '../../examples/sequence/model';
 import type { SequenceBatcher } from '../../lib/scheduler/sequence-batcher';
 import type { Instance } from '../../lib/instances/instance';
+import { track } from '../helpers/resources';
 
-const servers: Triton[] = [];
-
-afterEach(async () => {
-  for (const t of servers.splice(0)) await t.stop();
-});
-
+/** A server with what `bind` binds, stopped after the test (tracked). */
 async function start(bind: (t: Triton) => void): Promise<Triton> {
-  const triton = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' });
-  servers.push(triton);
+  const triton = track(new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' }));
   bind(triton);
   await triton.run();
   return triton;

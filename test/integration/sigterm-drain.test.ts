@@ -1,4 +1,4 @@
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import * as http from 'node:http';
 import * as net from 'node:net';
@@ -8,6 +8,7 @@ import * as grpc from '@grpc/grpc-js';
 import { Triton, type TritonConfigInit } from 'tstriton';
 import { batch } from 'tstriton/decorators';
 import { makeTestCertificates, type TestCertificates } from '../helpers/certificates';
+import { forkTracked } from '../helpers/resources';
 import { loadProtos } from '../../lib/protocol/protos';
 import type { ModelInferResponseMessage } from '../../lib/protocol/messages';
 
@@ -27,7 +28,8 @@ interface Ports {
 }
 
 function startServer(): Promise<{ child: ChildProcess; ports: Ports; exited: Promise<number | null> }> {
-  const child = fork(join(ROOT, 'test/fixtures/drain/server.js'), ['20'], {
+  // Tracked: killed after the test if the test has not seen it exit.
+  const child = forkTracked(join(ROOT, 'test/fixtures/drain/server.js'), ['20'], {
     cwd: ROOT,
     execArgv: ['--require', join(ROOT, 'lib/instances/worker/register-ts.js')],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],

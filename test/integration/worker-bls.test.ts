@@ -1,5 +1,6 @@
 import * as path from 'node:path';
 import { Triton, workers, type Request, type Response } from '../../lib';
+import { track } from '../helpers/resources';
 
 const CALLER = path.join(__dirname, '../fixtures/workers/bls-caller.js');
 const io = { inputs: [{ name: 'x', dtype: 'FP32' as const, shape: [-1] }], outputs: [{ name: 'y', dtype: 'FP32' as const, shape: [-1] }] };
@@ -9,7 +10,8 @@ describe('request.infer from worker instances', () => {
   let base: string;
 
   beforeEach(async () => {
-    triton = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' });
+    // Tracked: stopped after the test even if this hook times out while the worker threads start.
+    triton = track(new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' }));
     const double = async (rs: Request[]): Promise<Response[]> => rs.map((r) => ({ y: { dtype: 'FP32', shape: r.inputs.x!.shape, data: (r.inputs.x!.data as Float32Array).map((v) => v * 2) } }));
     triton.bind({ modelName: 'double', inferFunc: double, ...io, config: { batching: false } });
     triton.bind({
@@ -24,10 +26,6 @@ describe('request.infer from worker instances', () => {
     triton.bind({ modelName: 'caller', inferFunc: workers({ module: CALLER, devices: ['cpu', 'cpu'] }), ...io, config: { batching: false } });
     await triton.run();
     base = `http://127.0.0.1:${triton.ports.http}`;
-  });
-
-  afterEach(async () => {
-    await triton.stop();
   });
 
   const infer = async (parameters: Record<string, unknown> = {}, data = [1, 2, 3]) => {

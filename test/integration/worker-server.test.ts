@@ -2,13 +2,14 @@ import * as path from 'node:path';
 import { Triton, workers, type HealthEvent, type TritonConfigInit } from '../../lib';
 import type { Model } from '../../lib/model';
 import { ModelClient } from 'tstriton/client';
+import { track } from '../helpers/resources';
 
 const ECHO = path.join(__dirname, '../fixtures/workers/echo-model.js');
 const HELD_RESTART = path.join(__dirname, '../fixtures/workers/held-restart-model.js');
 
 /** A running server with `seen`: the echo worker, whose `seen` output describes the array the worker received. */
 async function seenServer(transport: TritonConfigInit): Promise<Triton> {
-  const big = new Triton({ ...transport, allowMetrics: false, logLevel: 'silent' });
+  const big = track(new Triton({ ...transport, allowMetrics: false, logLevel: 'silent' }));
   big.bind({
     modelName: 'seen',
     inferFunc: workers({ module: ECHO, devices: ['cpu'] }),
@@ -28,7 +29,8 @@ describe('worker instances behind a real server', () => {
   let base: string;
 
   beforeEach(async () => {
-    triton = new Triton({ httpPort: 0, metricsPort: 0, httpAddress: '127.0.0.1', metricsAddress: '127.0.0.1', allowGrpc: false, logLevel: 'silent' });
+    // Tracked: stopped after the test even if this hook times out while the worker threads start.
+    triton = track(new Triton({ httpPort: 0, metricsPort: 0, httpAddress: '127.0.0.1', metricsAddress: '127.0.0.1', allowGrpc: false, logLevel: 'silent' }));
     triton.bind({
       modelName: 'twice',
       inferFunc: workers({ module: ECHO, devices: ['cpu', 'cpu'] }),
@@ -38,10 +40,6 @@ describe('worker instances behind a real server', () => {
     });
     await triton.run();
     base = `http://127.0.0.1:${triton.ports.http}`;
-  });
-
-  afterEach(async () => {
-    await triton.stop();
   });
 
   const infer = (action?: string) =>
@@ -83,7 +81,7 @@ describe('worker instances behind a real server', () => {
   });
 
   it('runs a request that waited inside a worker which then crashed, instead of failing it', async () => {
-    const solo = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' });
+    const solo = track(new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' }));
     solo.bind({
       modelName: 'solo',
       inferFunc: workers({ module: ECHO, devices: ['cpu'] }),
@@ -199,7 +197,8 @@ describe('a worker instance restarting after a crash', () => {
 
   beforeEach(async () => {
     gate = new Int32Array(new SharedArrayBuffer(4));
-    triton = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' });
+    // Tracked: stopped after this file's afterEach has opened the gate, even if this hook times out.
+    triton = track(new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' }));
     triton.bind({
       modelName: 'solo',
       // A second failure in a row backs off for longer than any test runs.
@@ -218,7 +217,6 @@ describe('a worker instance restarting after a crash', () => {
   afterEach(async () => {
     setGate(GATE.open);
     jest.restoreAllMocks();
-    await triton.stop();
   });
 
   const send = (x: number[], action?: string) =>

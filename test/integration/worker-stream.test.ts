@@ -1,6 +1,7 @@
 import { Cancellation } from '../../lib/cancellation';
 import * as path from 'node:path';
 import { Triton, workers } from '../../lib';
+import { track } from '../helpers/resources';
 
 const STREAM = path.join(__dirname, '../fixtures/workers/stream-words.js');
 
@@ -11,7 +12,8 @@ describe('decoupled models on worker instances', () => {
   beforeEach(async () => {
     const shared = new SharedArrayBuffer(8);
     progress = new Int32Array(shared);
-    triton = new Triton({ allowHttp: false, allowGrpc: false, allowMetrics: false, logLevel: 'silent' });
+    // Tracked: stopped after the test even if this hook times out while the worker thread starts.
+    triton = track(new Triton({ allowHttp: false, allowGrpc: false, allowMetrics: false, logLevel: 'silent' }));
     triton.bind({
       modelName: 'words',
       inferFunc: workers({ module: STREAM, devices: ['cpu'], data: { progress: shared } }),
@@ -20,10 +22,6 @@ describe('decoupled models on worker instances', () => {
       config: { batching: false, decoupled: true },
     });
     await triton.run();
-  });
-
-  afterEach(async () => {
-    await triton.stop();
   });
 
   const request = (parameters: Record<string, string | number> = {}, text = 'the quick brown fox') => ({

@@ -1,4 +1,4 @@
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
 import * as net from 'node:net';
@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { loadProtos } from '../../lib/protocol/protos';
 import type { ModelInferRequestMessage, ModelInferResponseMessage } from '../../lib/protocol/messages';
+import { forkTracked } from '../helpers/resources';
 import type { ServerReady } from './fuzz-server';
 
 // ---- a seeded generator ---------------------------------------------------------------------------
@@ -78,7 +79,8 @@ export interface ChildServer extends ServerReady {
 
 /** Starts test/robustness/fuzz-server.ts in a child process with `config` (a TritonConfig) and waits until it serves. */
 export async function startServer(config: Record<string, unknown> = {}): Promise<ChildServer> {
-  const proc = fork(join(__dirname, 'fuzz-server.ts'), [JSON.stringify(config)], {
+  // Tracked: the file's hooks kill it even if the test that started it never got to.
+  const proc = forkTracked(join(__dirname, 'fuzz-server.ts'), [JSON.stringify(config)], {
     execArgv: ['--require', join(__dirname, '../../lib/instances/worker/register-ts.js')],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
