@@ -63,19 +63,31 @@ function applyReserved(out: RequestParameters, key: string, value: unknown): voi
       out.sequence = { id: out.sequence?.id ?? 0, start: out.sequence?.start ?? false, end: out.sequence?.end ?? false, [key === 'sequence_start' ? 'start' : 'end']: value };
       return;
     case 'sequence_id':
-      if (typeof value === 'string') {
-        out.sequence = { start: false, end: false, ...out.sequence, id: value };
-        return;
-      }
-      if ((typeof value === 'number' && Number.isInteger(value) && value >= 0) || (typeof value === 'bigint' && value >= 0n && value < 2n ** 64n)) {
-        out.sequence = { start: false, end: false, ...out.sequence, id: value };
-        return;
-      }
-      throw invalidArgument(`invalid value type for 'sequence_id' parameter, expected int64_param or string_param, got ${describeValue(value)}`);
+      out.sequence = { start: false, end: false, ...out.sequence, id: correlationId(value) };
+      return;
     default:
       // headers is accepted and not used.
       return;
   }
+}
+
+/** The largest correlation id: Triton's are UINT64. */
+const MAX_CORRELATION_ID = 2n ** 64n - 1n;
+
+/**
+ * A `sequence_id`: a string, or an integer from 0 to 2^64-1. A number (JSON's or gRPC's double) is exact below 2^53
+ * only, so it must be a safe integer there (`1e3` is 1000); beyond it an id arrives exactly as a BigInt, which JSON
+ * gives for an integer written in digits and gRPC for an int64 or uint64. A double beyond 2^53 (`1e20`, `1.8e19`)
+ * may already be rounded, and is refused, as Triton refuses any double.
+ */
+function correlationId(value: unknown): SequenceInfo['id'] {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value;
+  if (typeof value === 'bigint' && value >= 0n && value <= MAX_CORRELATION_ID) return value;
+  const message = `invalid value type for 'sequence_id' parameter, expected int64_param or string_param, got ${describeValue(value)}`;
+  const integral = typeof value === 'bigint' || (typeof value === 'number' && Number.isInteger(value));
+  if (!integral || (value as number | bigint) < 0) throw invalidArgument(message);
+  throw invalidArgument(`${message}: a correlation id is an integer from 0 to ${MAX_CORRELATION_ID} written in digits (a number written with an exponent or a fraction is exact below 2^53 only), or a string`);
 }
 
 function unsigned(key: string, value: unknown): number {

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { TritonError, invalidArgument } from '../errors';
 import { literalFloat32, literalFloat64, literalValue, scanNumber } from './json-number';
 import { setEntry } from './wire-value';
@@ -26,6 +27,26 @@ export function parseJson(text: string, maxDepth: number): unknown {
   return withinStack(() => new Parser(bytes, maxDepth, false).parseDocument());
 }
 
+/** Fatal: a malformed sequence throws instead of becoming U+FFFD. The BOM is kept, for JSON.parse to refuse as before. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/**
+ * The text of a UTF-8 JSON document. Bytes that are not UTF-8 (a stray 0xFF, a cut-off or overlong sequence, an
+ * encoded surrogate) are INVALID_ARGUMENT: replacing them with U+FFFD would hand the model text the client never
+ * sent (RFC 8259 requires UTF-8).
+ */
+export function decodeUtf8(bytes: Uint8Array): string {
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    throw invalidUtf8();
+  }
+}
+
+function invalidUtf8(): TritonError {
+  return invalidArgument('failed to parse the request JSON buffer: the document is not valid UTF-8 (expected JSON text encoded in UTF-8)');
+}
+
 /**
  * Parses UTF-8 JSON bytes as `parseJson` parses their text, without decoding them to one string first: the
  * same values (BigInt for integers beyond 2^53) and, for malformed or too deep documents, the same errors.
@@ -35,6 +56,8 @@ export function parseJson(text: string, maxDepth: number): unknown {
  * that typed array and returned as `JsonFloats`; `decodeJsonData` takes it without another pass.
  */
 export function parseJsonBytes(bytes: Buffer, maxDepth: number, floatData = false): unknown {
+  // Checked once here: the parser then decodes strings from bytes it knows are UTF-8.
+  if (!isUtf8(bytes)) throw invalidUtf8();
   try {
     return new Parser(bytes, maxDepth, floatData).parseDocument();
   } catch {

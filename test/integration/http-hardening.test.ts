@@ -181,3 +181,53 @@ describe('errors thrown by routes', () => {
     await stillServes();
   });
 });
+
+describe('request bodies that are not UTF-8', () => {
+  /** POSTs `body` (bytes as they are) to `path`; the status and the parsed JSON answer. */
+  async function postBytes(path: string, body: Buffer, headers: Record<string, string> = {}): Promise<{ status: number; json: Record<string, unknown> }> {
+    const res = await fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+    return { status: res.status, json: (await res.json()) as Record<string, unknown> };
+  }
+
+  /** An infer body with `id` spliced in as raw bytes, and `count` input values (a header of 4 KiB or more is parsed from its bytes). */
+  function inferBody(id: Buffer, count = 2): Buffer {
+    const data = Array.from({ length: count }, (_, i) => i + 0.25);
+    const [head, tail] = JSON.stringify({ id: '@', inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, count], data }] }).split('@') as [string, string];
+    return Buffer.concat([Buffer.from(head), id, Buffer.from(tail)]);
+  }
+
+  // A stray byte, an overlong '/', an encoded surrogate, a sequence cut off.
+  const BAD = [[0xff], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xe2, 0x82]].map((b) => Buffer.from([0x61, ...b, 0x62]));
+  const NOT_UTF8 = /^failed to parse the request JSON buffer: the document is not valid UTF-8/;
+
+  it('refuses a JSON infer request with 400, a small header and a large one alike, rather than replacing its bytes', async () => {
+    for (const count of [2, 2000]) {
+      expect(inferBody(Buffer.from('x'), count).length).toBeGreaterThanOrEqual(count === 2 ? 0 : 4096);
+      for (const bad of BAD) {
+        const res = await postBytes('/v2/models/double/infer', inferBody(bad, count));
+        expect([count, bad, res.status]).toEqual([count, bad, 400]);
+        expect(res.json.error).toMatch(NOT_UTF8);
+      }
+    }
+    // The JSON header of a binary request as well.
+    const header = inferBody(BAD[0]!, 0);
+    const binary = await postBytes('/v2/models/double/infer', header, { 'inference-header-content-length': String(header.length) });
+    expect(binary.status).toBe(400);
+    expect(binary.json.error).toMatch(NOT_UTF8);
+    // Well-formed UTF-8 goes through as it was sent.
+    const ok = await postBytes('/v2/models/double/infer', inferBody(Buffer.from('é€😀')));
+    expect(ok.status).toBe(200);
+    expect(ok.json.id).toBe('é€😀');
+    await stillServes();
+  });
+
+  it('refuses a generate request with 400 too', async () => {
+    const body = (id: Buffer) => Buffer.concat([Buffer.from('{"INPUT0":[1,2],"id":"'), id, Buffer.from('"}')]);
+    const bad = await postBytes('/v2/models/double/generate', body(BAD[0]!));
+    expect(bad.status).toBe(400);
+    expect(bad.json.error).toMatch(NOT_UTF8);
+    const ok = await postBytes('/v2/models/double/generate', body(Buffer.from('é')));
+    expect(ok.status).toBe(200);
+    expect(ok.json).toMatchObject({ id: 'é', OUTPUT0: [2, 4] });
+  });
+});

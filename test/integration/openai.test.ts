@@ -173,11 +173,23 @@ describe('OpenAI-compatible API', () => {
     [{ model: 'echo_chat', messages: 'hi' }, 'messages', /expected an array/],
     [{ model: 'echo_chat', messages: [] }, 'messages', /empty array/],
     [{ model: 'echo_chat', messages: [{ content: 'hi' }] }, 'messages[0].role', /Missing required parameter/],
+    [{ model: 'echo_chat', messages: [{ role: 'wizard', content: 'hi' }] }, 'messages[0].role', /"wizard". Supported values are: 'system', 'developer', 'user', 'assistant', 'tool'/],
+    [{ model: 'echo_chat', messages: [{ role: 'user', content: 'hi' }, { role: 'function', content: 'x' }] }, 'messages[1].role', /"function". Supported values are/],
+    [{ model: 'echo_chat', messages: [{ role: 'USER', content: 'hi' }] }, 'messages[0].role', /"USER". Supported values are/],
+    [{ model: 'echo_chat', messages: [{ role: 7, content: 'hi' }] }, 'messages[0].role', /7. Supported values are/],
     [{ model: 'echo_chat', messages: [{ role: 'user', content: { a: 1 } }] }, 'messages[0].content', /expected a string or a list of text parts/],
     [{ model: 'echo_chat', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: {} }] }] }, 'messages[0].content[0]', /only text parts/],
     [{ model: 'echo_chat', messages: [{ role: 'user', content: 'hi' }], stream: 'yes' }, 'stream', /expected a boolean/],
     [{ model: 'echo_chat', messages: [{ role: 'user', content: 'hi' }], temperature: 3 }, 'temperature', /not between 0 and 2/],
     [{ model: 'echo_chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 0 }, 'max_tokens', /below the minimum/],
+    [{ model: 'echo_chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 1e12 }, 'max_tokens', /1000000000000 is above the maximum, 2147483647/],
+    [{ model: 'echo_chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 1e20 }, 'max_tokens', /above the maximum, 2147483647/],
+    [{ model: 'echo_chat', messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: 2 ** 31 }, 'max_completion_tokens', /2147483648 is above the maximum/],
+    [{ model: 'echo_chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2.5 }, 'max_tokens', /expected an integer, got 2.5/],
+    [{ model: 'echo_chat', messages: [{ role: 'user', content: 'hi' }], seed: 1.5 }, 'seed', /expected an integer/],
+    [{ model: 'echo_chat', messages: [{ role: 'user', content: 'hi' }], seed: 1e20 }, 'seed', /above the maximum/],
+    [{ model: 'echo_chat', messages: [{ role: 'user', content: 'hi' }], top_p: 'high' }, 'top_p', /expected a number/],
+    [{ model: 'echo_chat', messages: [{ role: 'user', content: 'hi' }], presence_penalty: -3 }, 'presence_penalty', /not between -2 and 2/],
     [{ model: 'echo_chat', messages: [{ role: 'user', content: 'hi' }], stop: [1] }, 'stop', /list of up to 4 strings/],
     [{ model: 'echo_chat', messages: [{ role: 'user', content: 'hi' }], n: 2 }, 'n', /n=1/],
     [{ model: 'echo_chat', messages: [{ role: 'user', content: 'hi' }], logprobs: true }, 'logprobs', /not supported/],
@@ -203,6 +215,51 @@ describe('OpenAI-compatible API', () => {
     const res = await fetch(`${base}${path}`, { method: 'POST', body: JSON.stringify(body) });
     expect(res.status).toBe(400);
     expect(((await res.json()) as { error: { param: string } }).error.param).toBe(param);
+  });
+
+  it('takes the five roles of OpenAI’s schema, and templates each as it was sent', async () => {
+    const roles = ['system', 'developer', 'user', 'assistant', 'tool'];
+    const reply = await client.chat.completions.create({ model: 'prompt_echo', messages: roles.map((role, i) => ({ role, content: `m${i}` })) as never });
+    expect(reply.choices[0]!.message.content).toBe('<SYSTEM=m0|DEVELOPER=m1|USER=m2|ASSISTANT=m3|TOOL=m4>');
+  });
+
+  it('refuses a body that is not UTF-8 with 400 in OpenAI’s shape, rather than replacing its bytes', async () => {
+    const body = (content: Buffer) => Buffer.concat([Buffer.from('{"model":"prompt_echo","messages":[{"role":"user","content":"'), content, Buffer.from('"}]}')]);
+    // A stray byte, an overlong '/', an encoded surrogate, a sequence cut off.
+    for (const bad of [[0xff], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xe2, 0x82]]) {
+      const res = await fetch(`${base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(Buffer.from([0x61, ...bad, 0x62])) });
+      expect([bad, res.status]).toEqual([bad, 400]);
+      const { error } = (await res.json()) as { error: { message: string; type: string; param: string | null } };
+      expect(error.type).toBe('invalid_request_error');
+      expect(error.message).toMatch(/not valid UTF-8/);
+    }
+    // Well-formed UTF-8 reaches the model as it was sent.
+    const ok = await fetch(`${base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(Buffer.from('é€😀', 'utf8')) });
+    expect(ok.status).toBe(200);
+    expect(((await ok.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content).toBe('<USER=é€😀>');
+  });
+
+  it('a sampling value the model’s input cannot hold is refused 400, naming the request field', async () => {
+    // max_tokens as INT8: 1000 is a valid max_tokens that this model cannot take.
+    triton.bind({
+      modelName: 'narrow',
+      inferFunc: sample(async () => ({ text_output: tensor('BYTES', [1], ['x']) })),
+      inputs: [
+        { name: 'text_input', dtype: 'BYTES', shape: [1] },
+        { name: 'max_tokens', dtype: 'INT8', shape: [1], optional: true },
+      ],
+      outputs: [{ name: 'text_output', dtype: 'BYTES', shape: [1] }],
+      config: { batching: false },
+    });
+    await until(() => triton.repository.get('narrow').ready);
+    for (const field of ['max_tokens', 'max_completion_tokens']) {
+      const res = await fetch(`${base}/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'narrow', messages, [field]: 1000 }) });
+      expect([field, res.status]).toEqual([field, 400]);
+      const { error } = (await res.json()) as { error: { message: string; param: string | null } };
+      expect(error.param).toBe(field);
+      expect(error.message).toMatch(new RegExp(`^Invalid '${field}' for model 'narrow': .*1000`));
+    }
+    expect((await client.chat.completions.create({ model: 'narrow', messages, max_tokens: 100 })).choices[0]!.message.content).toBe('x');
   });
 
   it('completions.create answers with and without streaming', async () => {

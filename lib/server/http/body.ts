@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { promisify } from 'node:util';
 import * as zlib from 'node:zlib';
 import { TritonError } from '../../errors';
-import { parseJson } from '../../tensor/lossless-json';
+import { decodeUtf8, parseJson } from '../../tensor/lossless-json';
 import type { RequestMemory } from '../../tensor/buffer-pool';
 
 const gunzip = promisify(zlib.gunzip);
@@ -167,7 +167,7 @@ export function compress(body: Buffer, encoding: 'gzip' | 'deflate'): Promise<Bu
  * body in the error for anything that is not an object.
  */
 export async function readJsonObject(req: IncomingMessage, maxDepth: number, what: string, limit = 64 * 1024): Promise<Record<string, unknown>> {
-  const text = (await readBody(req, limit)).toString('utf8').trim();
+  const text = decodeUtf8(await readBody(req, limit)).trim();
   const json = text === '' ? {} : parseJson(text, maxDepth);
   if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new TritonError('INVALID_ARGUMENT', `${what} must be a JSON object`);
   return json as Record<string, unknown>;

@@ -4,7 +4,7 @@ import { TritonError, toTritonError } from '../../errors';
 import type { InferenceRequest, InferenceResponse, NamedTensor } from '../../model/inference';
 import type { Model } from '../../model/model';
 import { decodeJsonData, encodeJsonData } from '../../tensor/json-codec';
-import { parseJson } from '../../tensor/lossless-json';
+import { decodeUtf8, parseJson } from '../../tensor/lossless-json';
 import type { InferCall } from '../infer-entry';
 import { parseParameters } from '../parameters';
 import type { ServerCore } from '../server-core';
@@ -22,13 +22,13 @@ export async function handleGenerate(core: ServerCore, modelName: string, versio
   });
   const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
   if (encoding !== 'identity') throw new TritonError('INVALID_ARGUMENT', "Unsupported content-encoding, only 'identity' is supported.");
-  const text = (await readBody(req, core.config.httpMaxInputSize)).toString('utf8');
+  const body = await readBody(req, core.config.httpMaxInputSize);
   const call: InferCall = {
     modelName,
     modelVersion: version,
     protocol: 'HTTP',
     headers: req.headers,
-    decode: (model) => decodeGenerate(text, model, core.config.jsonMaxDepth, cancellation),
+    decode: (model) => decodeGenerate(decodeUtf8(body), model, core.config.jsonMaxDepth, cancellation),
   };
   if (!stream) {
     const all: InferenceResponse[] = [];
@@ -82,9 +82,15 @@ export function decodeGenerate(text: string, model: Model, maxDepth: number, can
 
 /**
  * The inference request of a generate body's fields: each field named like a model input becomes that input,
- * fitted to its shape; the others are request parameters.
+ * fitted to its shape; the others are request parameters. `inputError` may reword the error of a value that does
+ * not fit its input (the OpenAI frontend names the request field it came from).
  */
-export function generateRequest(fields: Readonly<Record<string, unknown>>, model: Model, cancellation: Cancellation): InferenceRequest {
+export function generateRequest(
+  fields: Readonly<Record<string, unknown>>,
+  model: Model,
+  cancellation: Cancellation,
+  inputError: (input: string, err: unknown) => unknown = (_input, err) => err,
+): InferenceRequest {
   const nested = typeof fields.parameters === 'object' && fields.parameters !== null && !Array.isArray(fields.parameters) ? (fields.parameters as Record<string, unknown>) : {};
   const inputNames = new Set(model.inputs.map((s) => s.name));
   const params: Record<string, unknown> = {};
@@ -97,8 +103,12 @@ export function generateRequest(fields: Readonly<Record<string, unknown>>, model
     const value = spec.name in fields ? fields[spec.name] : nested[spec.name];
     if (value === undefined) continue;
     const flat = Array.isArray(value) ? value.flat(Infinity) : [value];
-    const shape = fitShape(batching ? [1, ...spec.shape] : [...spec.shape], flat.length, spec.name);
-    inputs.push({ name: spec.name, tensor: { dtype: spec.dtype, shape, data: decodeJsonData(spec.dtype, shape, flat, `input '${spec.name}'`) } });
+    try {
+      const shape = fitShape(batching ? [1, ...spec.shape] : [...spec.shape], flat.length, spec.name);
+      inputs.push({ name: spec.name, tensor: { dtype: spec.dtype, shape, data: decodeJsonData(spec.dtype, shape, flat, `input '${spec.name}'`) } });
+    } catch (err) {
+      throw inputError(spec.name, err);
+    }
   }
   const id = fields.id;
   if (id !== undefined && typeof id !== 'string') throw new TritonError('INVALID_ARGUMENT', "the request 'id' must be a string");

@@ -7,7 +7,7 @@ import type { Model } from '../../model/model';
 import { decodeBinary, encodeBinary } from '../../tensor/binary-codec';
 import { DTYPES, isDataType } from '../../tensor/dtype';
 import { decodeJsonData, encodeJsonData, encodeJsonDataBytes } from '../../tensor/json-codec';
-import { parseJson, parseJsonBytes } from '../../tensor/lossless-json';
+import { decodeUtf8, parseJson, parseJsonBytes } from '../../tensor/lossless-json';
 import { describeValue } from '../../tensor/wire-value';
 import { parametersJson } from '../../protocol/infer-parameter';
 import { parseParameters } from '../parameters';
@@ -55,7 +55,7 @@ export function decodeHttpInfer(
   // JSON.parse is quicker on a small header; a large one (tensor data) is read from its bytes, floats straight
   // into their typed arrays.
   const header =
-    jsonLength < BYTES_PARSE_MIN ? parseJson(body.toString('utf8', 0, jsonLength), maxDepth) : parseJsonBytes(jsonLength === body.length ? body : body.subarray(0, jsonLength), maxDepth, true);
+    jsonLength < BYTES_PARSE_MIN ? parseJson(decodeUtf8(body.subarray(0, jsonLength)), maxDepth) : parseJsonBytes(jsonLength === body.length ? body : body.subarray(0, jsonLength), maxDepth, true);
   if (!isObject(header)) throw invalidArgument(`the inference request JSON must be an object, got ${describeValue(header)}`);
   const id = header.id ?? '';
   if (typeof id !== 'string') throw invalidArgument(`the request 'id' must be a string, got ${describeValue(id)}`);

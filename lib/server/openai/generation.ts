@@ -6,6 +6,7 @@ import { generateRequest } from '../http/generate';
 import type { InferCall } from '../infer-entry';
 import { pullResponses } from '../pull-responses';
 import type { ServerCore } from '../server-core';
+import { invalidParam } from './openai-error';
 import type { Sampling } from './openai-request';
 
 /**
@@ -53,18 +54,26 @@ export function checkTextModel(model: Model): void {
 export function generationRequest(model: Model, prompt: string, sampling: Sampling, cancellation: Cancellation): InferenceRequest {
   const inputs = new Set(model.inputs.map((s) => s.name));
   const fields: Record<string, unknown> = { [TEXT_INPUT]: prompt, stream: sampling.stream };
+  /** The request field of each input a sampling field fills. */
+  const requestField = new Map<string, string>();
   for (const [field, value] of Object.entries(sampling.parameters)) {
     // TensorRT-LLM's models name the stop strings `stop_words`.
     const name = field === 'stop' && !inputs.has('stop') && inputs.has('stop_words') ? 'stop_words' : field;
     // A list (`stop`) fills a BYTES input; as a request parameter, which holds scalars only, it travels as JSON.
     fields[name] = Array.isArray(value) && !inputs.has(name) ? JSON.stringify(value) : value;
+    requestField.set(name, sampling.fields[field] ?? field);
   }
   // The switches of Triton's vLLM and TensorRT-LLM models, set when declared: no prompt in the output, and counts.
   if (inputs.has('exclude_input_in_output')) fields.exclude_input_in_output = true;
   if (inputs.has('return_num_input_tokens')) fields.return_num_input_tokens = true;
   if (inputs.has('return_num_output_tokens')) fields.return_num_output_tokens = true;
   if (inputs.has('sampling_parameters')) fields.sampling_parameters = JSON.stringify(sampling.parameters);
-  return generateRequest(fields, model, cancellation);
+  // A value the model's input cannot hold (a max_tokens beyond its INT32) is the client's, named as OpenAI names it.
+  return generateRequest(fields, model, cancellation, (input, err) => {
+    const field = requestField.get(input);
+    if (field === undefined || !(err instanceof TritonError) || err.code !== 'INVALID_ARGUMENT') return err;
+    return invalidParam(field, `Invalid '${field}' for model '${model.name}': ${err.message}`);
+  });
 }
 
 /**

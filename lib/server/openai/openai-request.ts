@@ -1,6 +1,6 @@
 import { TritonError } from '../../errors';
 import type { ChatMessage } from '../../model/chat-template';
-import { parseJson } from '../../tensor/lossless-json';
+import { decodeUtf8, parseJson } from '../../tensor/lossless-json';
 import { invalidParam } from './openai-error';
 
 /**
@@ -16,7 +16,7 @@ export type Body = Readonly<Record<string, unknown>>;
 export function parseBody(bytes: Buffer, maxDepth: number): Body {
   let body: unknown;
   try {
-    body = parseJson(bytes.toString('utf8'), maxDepth);
+    body = parseJson(decodeUtf8(bytes), maxDepth);
   } catch (err) {
     throw new TritonError('INVALID_ARGUMENT', `We could not parse the JSON body of your request: ${(err as Error).message}. The API expects a JSON payload.`);
   }
@@ -36,6 +36,8 @@ export function modelOf(body: Body): string {
 export interface Sampling {
   /** Sampling parameters, under Triton's LLM names (`max_tokens`, `temperature`, `top_p`, `stop`, `seed`, ...). */
   readonly parameters: Readonly<Record<string, number | string | readonly string[]>>;
+  /** The request field each parameter came from, named in errors (`max_tokens` may be `max_completion_tokens`). */
+  readonly fields: Readonly<Record<string, string>>;
   readonly stream: boolean;
   /** `stream_options.include_usage`: a last chunk with the usage. */
   readonly includeUsage: boolean;
@@ -49,12 +51,25 @@ const NUMBERS: readonly (readonly [string, number, number])[] = [
   ['presence_penalty', -2, 2],
 ];
 
+/**
+ * The largest `max_tokens`: Triton's LLM models (vLLM, TensorRT-LLM) take it as an INT32 input, and no model
+ * generates more tokens than that.
+ */
+const MAX_TOKENS_LIMIT = 2 ** 31 - 1;
+
+/** The roles a chat message may have, as OpenAI's schema names them (`function`, deprecated with function calling, is not served). */
+export const CHAT_ROLES: readonly string[] = ['system', 'developer', 'user', 'assistant', 'tool'];
+
 /** Reads the sampling fields shared by `/v1/completions` and `/v1/chat/completions`, refusing unsupported ones. */
 export function samplingOf(body: Body, chat: boolean): Sampling {
   refuseUnsupported(body, chat);
   const parameters: Record<string, number | string | readonly string[]> = {};
+  const fields: Record<string, string> = {};
   const maxTokens = given(body, chat ? 'max_completion_tokens' : 'max_tokens') ? (chat ? 'max_completion_tokens' : 'max_tokens') : given(body, 'max_tokens') ? 'max_tokens' : undefined;
-  if (maxTokens !== undefined) parameters.max_tokens = integer(body, maxTokens, 1);
+  if (maxTokens !== undefined) {
+    parameters.max_tokens = integer(body, maxTokens, 1, MAX_TOKENS_LIMIT);
+    fields.max_tokens = maxTokens;
+  }
   for (const [name, min, max] of NUMBERS) {
     if (!given(body, name)) continue;
     const v = body[name];
@@ -64,6 +79,7 @@ export function samplingOf(body: Body, chat: boolean): Sampling {
   }
   if (given(body, 'seed')) parameters.seed = integer(body, 'seed', Number.MIN_SAFE_INTEGER);
   if (given(body, 'stop')) parameters.stop = stopOf(body.stop);
+  for (const name of Object.keys(parameters)) fields[name] ??= name;
   const stream = given(body, 'stream') ? bool(body, 'stream') : false;
   let includeUsage = false;
   if (given(body, 'stream_options')) {
@@ -72,7 +88,7 @@ export function samplingOf(body: Body, chat: boolean): Sampling {
     if (typeof options !== 'object' || Array.isArray(options)) throw invalidParam('stream_options', `Invalid type for 'stream_options': expected an object, got ${describe(options)}.`, 'invalid_type');
     includeUsage = given(options as Body, 'include_usage') ? bool(options as Body, 'include_usage', 'stream_options.include_usage') : false;
   }
-  return { parameters, stream, includeUsage };
+  return { parameters, fields, stream, includeUsage };
 }
 
 /** The messages of a chat completion, their content reduced to text. */
@@ -85,7 +101,11 @@ export function messagesOf(body: Body): ChatMessage[] {
     const where = `messages[${i}]`;
     if (typeof m !== 'object' || m === null || Array.isArray(m)) throw invalidParam(where, `Invalid type for '${where}': expected an object, got ${describe(m)}.`, 'invalid_type');
     const { role, content, name } = m as Body;
-    if (typeof role !== 'string' || role === '') throw invalidParam(`${where}.role`, `Missing required parameter: '${where}.role'.`, 'missing_required_parameter');
+    if (role === undefined || role === null) throw invalidParam(`${where}.role`, `Missing required parameter: '${where}.role'.`, 'missing_required_parameter');
+    if (typeof role !== 'string' || !CHAT_ROLES.includes(role)) {
+      // Templated as it is, an unknown role would put a turn of the client's choosing (`<|wizard|>`) into the prompt.
+      throw invalidParam(`${where}.role`, `Invalid value for '${where}.role': ${describe(role)}. Supported values are: ${CHAT_ROLES.map((r) => `'${r}'`).join(', ')}.`, 'invalid_value');
+    }
     if (name !== undefined && typeof name !== 'string') throw invalidParam(`${where}.name`, `Invalid type for '${where}.name': expected a string.`, 'invalid_type');
     return { role, content: contentText(content, `${where}.content`), ...(name !== undefined && { name }) };
   });
@@ -175,10 +195,13 @@ function given(body: Body, name: string): boolean {
   return body[name] !== undefined && body[name] !== null;
 }
 
-function integer(body: Body, name: string, min: number): number {
+function integer(body: Body, name: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
   const v = body[name];
-  if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw invalidParam(name, `Invalid type for '${name}': expected an integer, got ${describe(v)}.`, 'invalid_type');
+  // An integer beyond 2^53 is parsed exactly, as a BigInt: out of range whatever `max` is.
+  if (typeof v === 'bigint') throw invalidParam(name, v < 0n ? `Invalid '${name}': ${v} is below the minimum, ${min}.` : `Invalid '${name}': ${v} is above the maximum, ${max}.`);
+  if (typeof v !== 'number' || !Number.isInteger(v)) throw invalidParam(name, `Invalid type for '${name}': expected an integer, got ${describe(v)}.`, 'invalid_type');
   if (v < min) throw invalidParam(name, `Invalid '${name}': ${v} is below the minimum, ${min}.`);
+  if (v > max) throw invalidParam(name, `Invalid '${name}': ${v} is above the maximum, ${max}.`);
   return v;
 }
 
