@@ -86,7 +86,7 @@ interface Sample {
   /** CPU µs per request: the whole process, and each thread group. */
   processUs: number;
   groupUs: Record<Group, number>;
-  /** Threads that used CPU in the window, as `name×count`. */
+  /** Threads that used CPU in the window, as `name×count` (the main thread as `main`). */
   threadNames: string;
 }
 
@@ -129,7 +129,10 @@ async function sample(load: LoadGen, server: ChildProc, spec: LoadSpec, what: st
   const served = (rps * (b.t - a.t)) / 1000;
   const use = threadUse(a.value, b.value);
   const names = new Map<string, number>();
-  for (const t of use.threads) names.set(t.name, (names.get(t.name) ?? 0) + 1);
+  for (const t of use.threads) {
+    const name = t.group === 'main' ? 'main' : t.name;
+    names.set(name, (names.get(name) ?? 0) + 1);
+  }
   return {
     rps,
     p50: r.p50,
