@@ -1,9 +1,9 @@
 import * as http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
-import { serveDirectUnary, type DirectUnaryCall, type DirectUnaryMethod, type UnaryCallback } from '../../lib/server/grpc/direct-unary';
-import { shapeHttp2Servers } from '../../lib/server/grpc/grpc-http2';
-import { loadProtos } from '../../lib/protocol/protos';
+import { gzipSync, deflateSync } from 'node:zlib';
+import type { DirectUnaryCall, DirectUnaryMethod, UnaryCallback } from '../../lib/server/grpc/direct-unary';
+import { routeGrpcStream, type GrpcRoutes } from '../../lib/server/grpc/grpc-router';
 
 const PATH = '/test.Echo/Say';
 
@@ -28,14 +28,13 @@ const statusOf = (a: Answer) => ({
   details: decodeURI(String(a.trailers['grpc-message'] ?? a.headers['grpc-message'])),
 });
 
-describe('ModelInfer on node:http2 directly (serveDirectUnary)', () => {
+describe('unary calls on node:http2 directly (DirectUnaryCall)', () => {
   let server: http2.Http2Server;
   let port: number;
   let client: http2.ClientHttp2Session;
   /** The calls the server saw, and what each handler should do with its call. */
   let calls: DirectUnaryCall<Buffer>[];
   let handle: (call: DirectUnaryCall<Buffer>, callback: UnaryCallback<Buffer>) => void;
-  let taken: boolean[];
 
   const method: DirectUnaryMethod<Buffer> = {
     path: PATH,
@@ -57,11 +56,8 @@ describe('ModelInfer on node:http2 directly (serveDirectUnary)', () => {
 
   beforeAll(async () => {
     server = http2.createServer();
-    server.on('stream', (stream, headers) => {
-      const ok = serveDirectUnary(stream, headers, method);
-      taken.push(ok);
-      if (!ok) stream.respond({ ':status': 415 }, { endStream: true });
-    });
+    const routes: GrpcRoutes = new Map([[PATH, method as DirectUnaryMethod<unknown, unknown>]]);
+    server.on('stream', (stream, headers) => routeGrpcStream(stream, headers, routes));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as AddressInfo).port;
     client = http2.connect(`http://127.0.0.1:${port}`);
@@ -72,7 +68,6 @@ describe('ModelInfer on node:http2 directly (serveDirectUnary)', () => {
   });
   beforeEach(() => {
     calls = [];
-    taken = [];
     handle = (call, callback) => callback(null, call.request);
   });
 
@@ -142,7 +137,8 @@ describe('ModelInfer on node:http2 directly (serveDirectUnary)', () => {
   it('refuses a response over the send limit', async () => {
     const withMax = { ...method, maxReceive: -1 };
     const s = http2.createServer();
-    s.on('stream', (stream, headers) => serveDirectUnary(stream, headers, withMax));
+    const routes: GrpcRoutes = new Map([[PATH, withMax as DirectUnaryMethod<unknown, unknown>]]);
+    s.on('stream', (stream, headers) => routeGrpcStream(stream, headers, routes));
     await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
     const c = http2.connect(`http://127.0.0.1:${(s.address() as AddressInfo).port}`);
     try {
@@ -198,64 +194,67 @@ describe('ModelInfer on node:http2 directly (serveDirectUnary)', () => {
     expect(() => answer?.(null, Buffer.from('x'))).not.toThrow();
   });
 
-  it('leaves to grpc-js a compressed call, another content type and a grpc-timeout it must refuse', async () => {
-    for (const headers of [{ 'grpc-encoding': 'gzip' }, { 'content-type': 'text/plain' }, { 'grpc-timeout': 'soon' }]) {
-      taken = [];
-      const a = await call([framed(Buffer.from('x'))], headers);
-      expect(a.headers[':status']).toBe(415);
-      expect(taken).toEqual([false]);
-    }
+  it('inflates a gzip or deflate message, bounded by the receive limit, with the codes and messages of grpc-js', async () => {
+    const gz = await call([framed(gzipSync('hello'), 1)], { 'grpc-encoding': 'gzip' });
+    expect([a2s(gz.body), statusOf(gz)]).toEqual([a2s(framed(Buffer.from('<hello>'))), { code: grpc.status.OK, details: 'OK' }]);
+    expect(calls[0]?.metadata.get('grpc-encoding')).toEqual([]);
+    const deflated = await call([framed(deflateSync('world'), 1)], { 'grpc-encoding': 'deflate' });
+    expect(a2s(deflated.body)).toBe(a2s(framed(Buffer.from('<world>'))));
+    // An uncompressed message on a call that names an encoding is read as it is.
+    expect(a2s((await call([framed(Buffer.from('plain'))], { 'grpc-encoding': 'gzip' })).body)).toBe(a2s(framed(Buffer.from('<plain>'))));
+    expect(calls).toHaveLength(3);
+
+    expect(statusOf(await call([framed(gzipSync(Buffer.alloc(1025)), 1)], { 'grpc-encoding': 'gzip' }))).toEqual({
+      code: grpc.status.RESOURCE_EXHAUSTED,
+      details: 'Received message that decompresses to a size larger than 1024',
+    });
+    expect(statusOf(await call([framed(Buffer.from('not gzip'), 1)], { 'grpc-encoding': 'gzip' }))).toEqual({ code: grpc.status.INTERNAL, details: 'Failed to decompress message' });
+    expect(statusOf(await call([framed(gzipSync('x'), 1)], { 'grpc-encoding': 'br' }))).toEqual({
+      code: grpc.status.UNIMPLEMENTED,
+      details: 'Received message compressed with unsupported encoding "br"',
+    });
+    expect(calls).toHaveLength(3);
+  });
+
+  it('answers what grpc-js answers before a handler runs: another content type, an unknown method, a grpc-timeout that is not one', async () => {
+    const text = await call([framed(Buffer.from('x'))], { 'content-type': 'text/plain' });
+    expect([text.headers[':status'], text.headers['grpc-status'], text.trailers['grpc-status']]).toEqual([415, undefined, undefined]);
+    expect(statusOf(await call([framed(Buffer.from('x'))], { ':path': '/test.Echo/Nope' }))).toEqual({
+      code: grpc.status.UNIMPLEMENTED,
+      details: 'The server does not implement the method /test.Echo/Nope',
+    });
+    expect(statusOf(await call([framed(Buffer.from('x'))], { 'grpc-timeout': 'soon' }))).toEqual({ code: grpc.status.INTERNAL, details: 'Invalid grpc-timeout value "soon"' });
     expect(calls).toHaveLength(0);
+  });
+
+  it('decodes the request with the method\'s decoder, and answers INTERNAL when it throws', async () => {
+    const decode = (bytes: Buffer): Buffer => {
+      if (bytes.toString() === 'bad') throw new Error('not a request');
+      return Buffer.from(bytes.toString().toUpperCase());
+    };
+    const decoding = { ...method, decode };
+    const s = http2.createServer();
+    const routes: GrpcRoutes = new Map([[PATH, decoding as DirectUnaryMethod<unknown, unknown>]]);
+    s.on('stream', (stream, headers) => routeGrpcStream(stream, headers, routes));
+    await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+    const c = http2.connect(`http://127.0.0.1:${(s.address() as AddressInfo).port}`);
+    const previous = client;
+    client = c;
+    try {
+      expect(a2s((await call([framed(Buffer.from('abc'))])).body)).toBe(a2s(framed(Buffer.from('<ABC>'))));
+      expect(statusOf(await call([framed(Buffer.from('bad'))]))).toEqual({ code: grpc.status.INTERNAL, details: 'Error deserializing request' });
+    } finally {
+      client = previous;
+      c.close();
+      await new Promise((resolve) => s.close(resolve));
+    }
   });
 });
 
-describe('shapeHttp2Servers: routing streams before grpc-js', () => {
-  it('hands a routed stream to the route and every other stream to grpc-js, on one port', async () => {
-    const server = new grpc.Server();
-    const protos = loadProtos('string');
-    server.addService(protos.health, {
-      Check: (_call: unknown, callback: grpc.sendUnaryData<unknown>) => callback(null, { status: 'SERVING' }),
-      Watch: () => {},
-    });
-    const seen: string[] = [];
-    const echo: DirectUnaryMethod<Buffer> = {
-      path: PATH,
-      handler: (c, callback) => callback(null, c.request),
-      encode: (value) => ({ pieces: [framed(value)], messageLength: value.length }),
-      maxReceive: -1,
-      maxSend: -1,
-    };
-    const shaped = shapeHttp2Servers(server, 1 << 20, (stream, headers) => {
-      seen.push(String(headers[':path']));
-      return headers[':path'] === PATH && serveDirectUnary(stream, headers, echo);
-    });
-    expect(shaped).toBe(true);
-    const port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
-    );
-    const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
-    const unary = (path: string, request: Buffer) =>
-      new Promise<Buffer>((resolve, reject) =>
-        client.makeUnaryRequest(
-          path,
-          (b: Buffer) => b,
-          (b: Buffer) => b,
-          request,
-          (err, value) => (err ? reject(err) : resolve(value as Buffer)),
-        ),
-      );
-    try {
-      expect((await unary(PATH, Buffer.from('direct'))).toString()).toBe('direct');
-      const check = protos.health.Check as grpc.MethodDefinition<object, object>;
-      const health = await unary('/grpc.health.v1.Health/Check', check.requestSerialize({}));
-      expect(check.responseDeserialize(health)).toEqual({ status: 'SERVING' });
-      expect(seen).toEqual([PATH, '/grpc.health.v1.Health/Check']);
-    } finally {
-      client.close();
-      server.forceShutdown();
-    }
-  });
-});
+/** A buffer as text, for comparisons whose failures read. */
+function a2s(b: Buffer): string {
+  return b.toString('latin1');
+}
 
 describe('ModelInfer on node:http2 directly: a connection that breaks', () => {
   it('cancels the call and keeps the server up when the client connection is cut mid-call', async () => {
@@ -273,7 +272,8 @@ describe('ModelInfer on node:http2 directly: a connection that breaks', () => {
       maxReceive: -1,
       maxSend: -1,
     };
-    server.on('stream', (stream, headers) => serveDirectUnary(stream, headers, method));
+    const routes: GrpcRoutes = new Map([[PATH, method as DirectUnaryMethod<unknown, unknown>]]);
+    server.on('stream', (stream, headers) => routeGrpcStream(stream, headers, routes));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as AddressInfo).port;
     try {
