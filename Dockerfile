@@ -7,15 +7,15 @@
 #
 # Targets: the last stage (runtime, CPU) by default; `--target cuda` for onnxruntime-node's CUDA 12 provider.
 # Build arguments:
-#   BUILD_IMAGE      image of the build stage: Node.js 20 with npm at /usr/local/bin      (node:20-bookworm-slim)
-#   BASE_IMAGE       image the CPU runtime starts from: Node.js 20 at /usr/local/bin/node (node:20-bookworm-slim)
+#   BUILD_IMAGE      image of the build stage: Node.js 24 with npm at /usr/local/bin      (node:24-bookworm-slim)
+#   BASE_IMAGE       image the CPU runtime starts from: Node.js 24 at /usr/local/bin/node (node:24-bookworm-slim)
 #   CUDA_BASE_IMAGE  image the cuda target starts from: CUDA 12 and cuDNN 9 runtime libraries
 #   EXTRA_PACKAGES   more npm packages for the runtime node_modules, e.g. "typescript@5.9.3" for model.ts scripts
 # Behind a proxy that re-signs TLS, hand npm its CA bundle as a build secret (never stored in a layer):
 #   podman build --secret id=npm_ca,src=/etc/ssl/certs/ca-certificates.crt ...
 
-ARG BUILD_IMAGE=node:20-bookworm-slim
-ARG BASE_IMAGE=node:20-bookworm-slim
+ARG BUILD_IMAGE=node:24-bookworm-slim
+ARG BASE_IMAGE=node:24-bookworm-slim
 ARG CUDA_BASE_IMAGE=docker.io/nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04
 
 # --- build: compile the TypeScript, then cut node_modules down to what runs ---------------------------------
@@ -23,6 +23,8 @@ FROM ${BUILD_IMAGE} AS build
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 WORKDIR /src
 # onnxruntime-node's install script would download CUDA libraries from NuGet; the CPU image needs none of them.
+# `npm ci` also installs the `node` dev dependency (Node 24 from the npm registry, for machines whose node is older):
+# `npm run build` runs on it, and the production node_modules below leaves it out; the image runs BASE_IMAGE's node.
 ENV ONNXRUNTIME_NODE_INSTALL=skip \
     npm_config_update_notifier=false \
     npm_config_fund=false \
