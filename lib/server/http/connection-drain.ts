@@ -2,18 +2,27 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Server, type Socket } from 'node:net';
 
 /**
- * How long a closing server keeps an idle kept-alive connection open after its last response. A client that
- * had that response may be sending its next request on the connection just then; closing the connection under
- * that request would reset it, so it is given this long to arrive (and be answered 503).
+ * The longest a closing server waits for a request that may be on its way: the first request of a connection that
+ * has sent none (a client that connected just before the port closed sends it within this), and the next request
+ * of an idle kept-alive connection. A pooling client (fetch, undici) that keeps a connection it will not use again
+ * would otherwise hold the stop until its own keep-alive timeout (4 s, or the server's 65 s) or the grace.
  */
-const IDLE_LINGER_MS = 100;
+const LINGER_MAX_MS = 1000;
 
 /**
- * How long a closing server waits for the first request of a connection that has sent none. A client that
- * connected just before the port closed sends it within this; a pooling client (fetch, undici) that opened a spare
- * connection would otherwise hold the stop until its own keep-alive timeout (4 s) or the grace.
+ * The shortest time a closing server keeps an idle kept-alive connection open after its last response, for the
+ * next request its client may be sending on it just then.
  */
-const FIRST_REQUEST_LINGER_MS = 1000;
+const IDLE_LINGER_MIN_MS = 100;
+
+/**
+ * An idle kept-alive connection is kept open this many times the longest pause its client has made between a
+ * response and its next request (within the bounds above). HTTP/1.1 has no way to tell a client that an idle
+ * connection is closing except closing it, and a close that crosses the client's next request fails that request
+ * (a reset, "socket hang up"). A client sending in a loop, whose pauses grow on a busy machine, gets a linger that
+ * grows with them; one that sent a request or two back to back (a test's fetch) gets the shortest.
+ */
+const PAUSE_FACTOR = 8;
 
 /** What the drain knows of a connection that has carried requests. */
 interface Carrier {
@@ -21,6 +30,8 @@ interface Carrier {
   inProgress: number;
   /** When its last response was done (`performance.now()`). */
   idleSince: number;
+  /** The longest time, in ms, from a response done to the next request's arrival on this connection. */
+  longestPause: number;
 }
 
 /**
@@ -33,9 +44,11 @@ interface Carrier {
  * their connection open: their client's next request arrives on it and gets its 503 there, rather than racing a
  * new connection against the port's close. `close()` (in-flight work is done): the port closes; a request that
  * still arrives on an open connection is refused (`closing`: 503, `Connection: close`); a connection closes once
- * it has no exchange in progress (a response being written is finished first), an idle one after its linger; a
- * connection whose first request has not arrived yet (a client that connected just before) is waited for, up to
- * FIRST_REQUEST_LINGER_MS.
+ * it has no exchange in progress (a response being written is finished first); an idle one, whose client was told
+ * to keep it, once it is unlikely that a request is on its way (its linger: PAUSE_FACTOR times its client's
+ * longest pause, within IDLE_LINGER_MIN_MS and LINGER_MAX_MS); a connection whose first request has not arrived
+ * yet (a client that connected just before) is waited for, up to LINGER_MAX_MS. Every close is an orderly one
+ * (`end()`: the client reads to the end), never a reset; only `destroyAll()`, after the grace, cuts.
  */
 export class ConnectionDrain {
   /** Every open connection (for HTTPS, the TCP socket under the TLS one). */
@@ -65,10 +78,12 @@ export class ConnectionDrain {
     const socket = req.socket as Socket;
     let carrier = this.carriers.get(socket);
     if (carrier === undefined) {
-      const created: Carrier = { inProgress: 0, idleSince: 0 };
+      const created: Carrier = { inProgress: 0, idleSince: 0, longestPause: 0 };
       this.carriers.set(socket, created);
       socket.once('close', () => this.carriers.delete(socket));
       carrier = created;
+    } else if (carrier.inProgress === 0) {
+      carrier.longestPause = Math.max(carrier.longestPause, performance.now() - carrier.idleSince);
     }
     const tracked = carrier;
     tracked.inProgress++;
@@ -96,7 +111,7 @@ export class ConnectionDrain {
     Server.prototype.close.call(this.server);
     for (const [socket, carrier] of this.carriers) if (carrier.inProgress === 0) this.closeWhenIdle(socket, carrier);
     for (const socket of this.sockets) {
-      if (!this.carriers.has(socket)) setTimeout(() => !this.carriers.has(socket) && socket.end(), FIRST_REQUEST_LINGER_MS).unref();
+      if (!this.carriers.has(socket)) setTimeout(() => !this.carriers.has(socket) && socket.end(), LINGER_MAX_MS).unref();
     }
     if (this.sockets.size === 0) return Promise.resolve();
     return new Promise((resolve) => {
@@ -118,7 +133,8 @@ export class ConnectionDrain {
 
   /** Ends an idle connection once its linger has passed, unless a request has come on it meanwhile. */
   private closeWhenIdle(socket: Socket, carrier: Carrier): void {
-    const linger = carrier.idleSince + IDLE_LINGER_MS - performance.now();
+    const wait = Math.min(LINGER_MAX_MS, Math.max(IDLE_LINGER_MIN_MS, PAUSE_FACTOR * carrier.longestPause));
+    const linger = carrier.idleSince + wait - performance.now();
     if (linger <= 0) socket.end();
     else setTimeout(() => carrier.inProgress === 0 && socket.end(), linger).unref();
   }

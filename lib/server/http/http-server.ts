@@ -77,9 +77,9 @@ export class HttpServer {
 
   /**
    * Closes the port; requests still arriving on open connections are answered 503 (`Connection: close`), and
-   * each connection closes once its response is written (an idle one after a short linger, one that has not
-   * sent its first request yet once it has been answered). Resolves when every connection has closed, or after
-   * `graceMs`.
+   * each connection closes once its response is written (an idle one after its linger, the time its client's next
+   * request may take to arrive; one that has not sent its first request yet once it has been answered). Resolves
+   * when every connection has closed, or after `graceMs`.
    */
   stopAccepting(graceMs = 5000): Promise<void> {
     return this.connections.close(graceMs);

@@ -33,6 +33,48 @@ describe('ConnectionDrain', () => {
     spare.destroy();
   });
 
+  it('keeps an idle kept-alive connection open for its client’s next request when that client pauses between requests', async () => {
+    const { drain, port } = await serve();
+    const client = connect(port, '127.0.0.1');
+    await new Promise<void>((resolve) => client.once('connect', () => resolve()));
+    let received = '';
+    let wake: (() => void) | undefined;
+    client.on('data', (d: Buffer) => {
+      received += d.toString();
+      wake?.();
+    });
+    const ended = ending(client);
+    let closedEarly = false;
+    client.once('close', () => {
+      closedEarly = true;
+      wake?.();
+    });
+    /** Sends one request and resolves once its answer (`ok`, the last bytes of a response) is in. */
+    const exchange = async (): Promise<void> => {
+      const answers = received.split('\r\n\r\nok').length;
+      client.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+      while (received.split('\r\n\r\nok').length === answers) {
+        if (closedEarly) throw new Error(`the connection closed before the answer (answers so far: ${answers - 1})`);
+        await new Promise<void>((resolve) => (wake = resolve));
+      }
+    };
+    const pause = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 150));
+    // A client in a loop that pauses 150 ms after each answer (longer than the shortest linger, 100 ms).
+    await exchange();
+    await pause();
+    await exchange();
+    const closed = drain.close(600_000);
+    await pause();
+    // Its next request, sent 150 ms after the last answer, finds the connection open and is answered; then the
+    // connection closes in order (this server does not refuse: it answers 200 with Connection: close).
+    await exchange();
+    expect(received.split('HTTP/1.1 200 OK').length - 1).toBe(3);
+    expect(received).toMatch(/Connection: close\r\n/i);
+    await closed;
+    expect(await ended).toBe('end');
+    client.destroy();
+  });
+
   it('still answers the first request of a connection that sends it just after the port closed', async () => {
     const { drain, port } = await serve();
     const late = connect(port, '127.0.0.1');
