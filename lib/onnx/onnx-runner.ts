@@ -117,12 +117,24 @@ export class OnnxRunner {
     const type = DTYPES[t.dtype].onnx;
     if (t.dtype === 'BF16') throw invalidArgument(`input '${name}': onnxruntime-node has no BF16 tensors`);
     const data = t.dtype === 'BYTES' ? (t.data as Uint8Array[]).map((e) => Buffer.from(e.buffer, e.byteOffset, e.byteLength).toString('utf8')) : t.data;
+    if (t.dtype === 'FP16') {
+      // Where Float16Array exists (Node >= 24), onnxruntime-common wraps a float16 tensor's Uint16Array in a
+      // Float16Array, whose byte length onnxruntime-node 1.30's binding reads as 0 ("not enough space: expected 4,
+      // got 0"; microsoft/onnxruntime#26791): give it the same bits as a uint16 tensor, typed float16.
+      const bits = new this.ortModule.Tensor('uint16', data as Uint16Array, [...t.shape]);
+      return Object.assign(bits, { type: 'float16' }) as unknown as ort.Tensor;
+    }
     return new this.ortModule.Tensor(type as 'float32', data as Float32Array, [...t.shape]);
   }
 
   private fromOrt(value: ort.Tensor, dtype: DataType): Tensor {
     const shape = value.dims.map(Number);
     if (dtype === 'BYTES') return { dtype, shape, data: (value.data as string[]).map((s) => Buffer.from(s, 'utf8')) };
+    // FP16 travels as its bits in a Uint16Array; onnxruntime hands back a Float16Array where the runtime has one.
+    if (dtype === 'FP16' && !(value.data instanceof Uint16Array)) {
+      const half = value.data as unknown as { buffer: ArrayBuffer; byteOffset: number; length: number };
+      return { dtype, shape, data: new Uint16Array(half.buffer, half.byteOffset, half.length) };
+    }
     return { dtype, shape, data: value.data as TensorData };
   }
 }
