@@ -11,7 +11,9 @@ import { spawnServing, type ServingChild } from '../helpers/serving-child';
 // The `tstriton` command line in a process of its own, run from the sources with the TypeScript hook (jest does not
 // build dist/; `bin` points at the same file compiled). Servers listen on port 0 and are found through the
 // "serving" log line, which names every bound port.
-jest.setTimeout(60_000);
+// A test here runs up to two such processes one after the other, each 30-35 s to serve on a 2-core machine at
+// load 9 (measured): twice the project's timeout.
+jest.setTimeout(120_000);
 
 const ROOT = join(__dirname, '..', '..');
 const CLI = ['--require', join(ROOT, 'lib/instances/worker/register-ts.js'), join(ROOT, 'lib/cli/main.ts')];

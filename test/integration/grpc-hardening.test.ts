@@ -11,8 +11,6 @@ import type { ModelInferRequestMessage, ModelInferResponseMessage, ModelStreamIn
 import { rejectionOf } from '../helpers/caught';
 import { forkTracked } from '../helpers/resources';
 
-jest.setTimeout(60_000);
-
 const MiB = 1024 * 1024;
 const INFER_PATH = '/inference.GRPCInferenceService/ModelInfer';
 const services = loadProtos('number').inference;

@@ -3,7 +3,6 @@ import { spawnServing, type ServingChild } from '../helpers/serving-child';
 
 // `tstriton serve --openai` in a process of its own, run from the sources with the TypeScript hook, as
 // cli.test.ts runs it; found through the "serving" log line.
-jest.setTimeout(60_000);
 
 const ROOT = join(__dirname, '..', '..');
 const CLI = ['--require', join(ROOT, 'lib/instances/worker/register-ts.js'), join(ROOT, 'lib/cli/main.ts')];

@@ -12,7 +12,9 @@ import { spawnTracked } from '../helpers/resources';
 // a load request sends, and the files a config names. A model folder beside the repository ("outside") holds
 // code that writes a marker file when it is loaded; no test may make it run, and no file may appear outside.
 
-jest.setTimeout(60_000);
+// A test here may start two `tstriton serve` processes one after the other, each up to 30 s on a busy 2-core machine
+// (measured at load 9): twice the project's timeout.
+jest.setTimeout(120_000);
 
 const services = loadProtos('number');
 const KEY = { header: 'admin-key', value: 'secret' };

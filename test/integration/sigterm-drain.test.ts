@@ -15,7 +15,6 @@ import type { ModelInferResponseMessage } from '../../lib/protocol/messages';
 // SIGTERM under load, against a server in a process of its own that stops through serve(): every request gets
 // its answer (200 with the right numbers, or 503 / UNAVAILABLE once the server stops), no connection is reset,
 // and the process exits 0.
-jest.setTimeout(60_000);
 
 const ROOT = join(__dirname, '..', '..');
 const CLIENTS = 16;

@@ -6,8 +6,6 @@ import { makeTestCertificates, type TestCertificates } from '../helpers/certific
 import { bindAddSub } from '../../examples/add-sub/model';
 import { rejectionOf } from '../helpers/caught';
 
-jest.setTimeout(30_000);
-
 // ---- certificates, made with the openssl CLI -----------------------------------------------------
 
 let certificates: TestCertificates;

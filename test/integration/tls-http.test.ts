@@ -8,7 +8,6 @@ import { bindAddSub } from '../../examples/add-sub/model';
 import { rejectionOf } from '../helpers/caught';
 
 // HTTPS (`httpUseSsl`) and mutual TLS on the HTTP endpoint, with certificates the openssl CLI makes.
-jest.setTimeout(30_000);
 
 let certificates: TestCertificates;
 let files: TestCertificates['files'];

@@ -10,8 +10,6 @@ import { BatchNotStarted } from '../../lib/instances/instance-errors';
 import { workers, type WorkerOptions } from '../../lib/instances/worker-spec';
 import { checkData, type Tensor } from '../../lib/tensor/tensor';
 
-jest.setTimeout(30_000);
-
 const fixtures = join(__dirname, '../fixtures/workers');
 const ECHO = join(fixtures, 'echo-model.js');
 const LIFECYCLE = join(fixtures, 'lifecycle-model.js');

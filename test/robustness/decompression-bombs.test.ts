@@ -6,7 +6,6 @@ import { INFER_METHOD, INFER_PATH, Rng, errorOf, expectGrpcServes, expectHttpSer
 // Compressed requests that inflate far past the server's limits, against a server in its own process with the
 // default config, so that its peak resident memory (VmHWM) can be read. The bombs are made of many small gzip
 // members of zeros, so building them stays cheap.
-jest.setTimeout(120_000);
 
 const MiB = 1024 * 1024;
 /** How far above its receive limit the server's peak may grow while refusing a bomb. */

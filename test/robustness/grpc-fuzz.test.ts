@@ -8,7 +8,6 @@ import { INFER_METHOD, INFER_PATH, Rng, expectGrpcServes, preview, rawModelInfer
 // ModelInfer calls whose message is arbitrary bytes (a passthrough serializer): mutated valid encodings, truncated
 // varints, wrong wire types, huge lengths. A malformed message is the client's mistake: never INTERNAL or UNKNOWN.
 // Failures print the seed and the case; ROBUSTNESS_SEED=<n> runs another seed.
-jest.setTimeout(120_000);
 
 const SEED = suiteSeed(0x6770c);
 const CASES = 2000;

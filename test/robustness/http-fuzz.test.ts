@@ -5,7 +5,6 @@ import { entry, lit, mutate, randomNode, serialize, setEntryOf, type JsonNode } 
 
 // Malformed infer requests, each on a connection of its own to a server in a child process, so that a crash is the
 // process exiting. Failures print the seed and the case; ROBUSTNESS_SEED=<n> runs another seed.
-jest.setTimeout(120_000);
 
 const SEED = suiteSeed(0x7e571);
 const CASES = 2000;

@@ -4,7 +4,6 @@ import { serialize } from './json-mutator';
 
 // Requests that go wrong before the infer codec: malformed %-escapes, dot segments, absolute form, odd methods,
 // and requests Node's HTTP parser refuses. Each on its own connection to a server in a child process.
-jest.setTimeout(120_000);
 
 const SEED = 0x7e573;
 
