@@ -18,8 +18,9 @@ const liveWorkers = trackWorkerThreads();
  * jest's node environment plus an open-handle check per test file: once the file's last afterAll has run, every
  * server, socket, child process and worker thread the file opened must be gone. What is left is named in a failure of
  * the file, then closed (servers, sockets), killed (child processes, SIGKILL) or terminated (worker threads), so that
- * the next file starts clean and jest can exit: on a 2-core machine jest runs every file in its own process, and one
- * listening server left behind kept it running long after its last report.
+ * the next file starts clean and jest can exit. On a 2-core machine jest runs every file in its main process (in
+ * band: one worker or fewer), where three OTLP receivers and their child processes, left behind by a timed-out
+ * beforeEach, kept it running for over 30 minutes after its last report.
  *
  * It also sets the project's timeout (`testEnvironmentOptions.testTimeout` in jest.config.js), unless the command
  * line gave one. jest loads a test environment by its default export.
