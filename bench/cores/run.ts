@@ -351,11 +351,12 @@ function report(o: Options, cells: Cell[], profiles: Profiles, pinning: { server
     "- CPU: each thread's utime + stime from `/proc/<pid>/task/<tid>/stat` (clock ticks of `getconf CLK_TCK`, 10 ms",
     "  at 100 Hz: a few percent on the smallest groups), the process's from `/proc/<pid>/stat`, read from outside",
     "  when the load generator's window opens and closes; per request = CPU ÷ (req/s × window).",
-    '- Threads are grouped by `/proc/<pid>/task/<tid>/comm`. Node 20 names none of its threads, so the server names',
-    '  them first (bench/cores/thread-names.ts): the threads there before any script work are V8’s platform (its',
-    '  worker threads run concurrent GC marking and sweeping and background compiles; the idle SIGUSR1 inspector',
-    '  thread is among them), those that appear with the first thread-pool call are libuv’s pool, and the',
-    '  worker instance names its own thread. Newer Node names them itself; those names are used as they are.',
+    '- Threads are grouped by `/proc/<pid>/task/<tid>/comm`. Node 24 names them itself: `V8Worker` and',
+    '  `DelayedTaskSche` (V8’s platform, whose worker threads run concurrent GC marking and sweeping and background',
+    '  compiles), `libuv-worker`, `WorkerThread` (a worker instance), `SignalInspector` (idle; counted as other).',
+    '  Node 20 names none of them; there the server names them first (bench/cores/thread-names.ts): the threads',
+    '  there before any script work as V8’s platform (the idle inspector thread among them), those that appear with',
+    '  the first thread-pool call as libuv’s pool, and the worker instance names its own thread.',
     ...(roles.length > 2
       ? [
           `- Roles: after the rounds, a CPU profile of the main thread (node:inspector, sampled every 250 µs; its own`,

@@ -20,11 +20,15 @@ export const GROUP_LABELS: Record<Group, string> = {
   other: 'other',
 };
 
-/** The group of a thread named `name` (`tid` of process `pid`). Node ≥ 23 names its own threads: those names count too. */
+/**
+ * The group of a thread named `name` (`tid` of process `pid`). Newer Node names its own threads (Node 24:
+ * `MainThread`, `V8Worker`, `DelayedTaskSche`, `SignalInspector`, `libuv-worker`, and `WorkerThread` for a worker
+ * given no name): those names count too.
+ */
 export function groupOf(pid: number, tid: number, name: string): Group {
   if (tid === pid) return 'main';
   if (name === THREAD_NAMES.instance || name === 'WorkerThread') return 'instances';
-  if (name === THREAD_NAMES.v8 || name.startsWith('V8 ') || name.startsWith('DelayedTask')) return 'v8';
+  if (name === THREAD_NAMES.v8 || name.startsWith('V8') || name.startsWith('DelayedTask')) return 'v8';
   if (name === THREAD_NAMES.libuv) return 'libuv';
   return 'other';
 }
