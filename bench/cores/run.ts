@@ -35,7 +35,15 @@ import { GROUP_LABELS, GROUPS, readThreads, threadUse, type Group } from './thre
 /** The whole run is stopped past this, whatever it is doing. */
 const WATCHDOG_MS = 175_000;
 /** The issue's figure: whole-server CPU per small request at c=32 on 2 cores, and the goal for a core thread. */
-const REFERENCE = { processUsC32: 34, coreGoalFraction: 1 / 5 };
+const REFERENCE = {
+  processUsC32: 34,
+  coreGoalFraction: 1 / 5,
+  /** The bare echo's CPU per request at c=32 on the machine and in the days the 34 µs comes from (bench:http). */
+  bareUsC32: 31.4,
+  measuredOn: 'bench:http, 2026-11-26, Node 20',
+};
+/** The calibration cell: a bare node:http echo (bench:http's baseline), HTTP binary, at the reference's c. */
+const BARE_CONCURRENCY = 32;
 
 /** The two ways the identity runs. */
 const MODELS = [
@@ -66,7 +74,8 @@ function parseOptions(): Options {
   const concurrencies = f.concurrency.map(Number);
   for (const c of concurrencies) if (!(Number.isInteger(c) && c >= 1)) throw new UsageError(`--concurrency: expected whole numbers ≥ 1, got ${f.concurrency.join(',')}`);
   return {
-    ...windowOptions(f, protocols.length * concurrencies.length * MODELS.length, 120),
+    // Every cell on both models, and the bare echo.
+    ...windowOptions(f, protocols.length * concurrencies.length * MODELS.length + 1, 120),
     concurrencies,
     protocols,
     pin: !f['no-pin'],
@@ -214,13 +223,19 @@ async function main(ctx: BenchContext): Promise<BenchOutcome> {
   log(`bench:cores: ${machine()}; ${o.rounds} rounds × ${cells.length} cells × ${MODELS.length} models × (${o.warmupS} + ${o.durationS}) s${placement}`);
 
   const server = await ChildProc.start('server', path.join(__dirname, 'server.js'), { readyTimeoutMs: 30_000 });
-  if (pinned) pinProcess(server.proc.pid as number, serverCpus);
+  const bare = await ChildProc.start('bare', path.join(__dirname, '..', 'http', 'server-baseline.js'), { readyTimeoutMs: 15_000 });
+  if (pinned) for (const s of [server, bare]) pinProcess(s.proc.pid as number, serverCpus);
   const load = LoadGen.start(pinned ? cpus - 1 : undefined);
   const ports: Ports = { http: server.port, grpc: await server.call<number>({ op: 'grpcPort' } satisfies ServerCall) };
 
+  const barePorts: Ports = { http: bare.port, grpc: 0 };
   for (const m of MODELS) for (const p of o.protocols) await verify(p, m.name, ports);
-  log('bench:cores: both models answer OUTPUT0 = INPUT0 over every protocol');
+  await verify('binary', MODELS[0].name, barePorts);
+  log('bench:cores: both models answer OUTPUT0 = INPUT0 over every protocol, and so does the bare echo');
   for (const m of MODELS) for (const p of o.protocols) await sample(load, server, loadSpec(loadTarget(p, m.name, ports), 32, 0, 750), `warm-up ${m.key} ${p}`);
+  const bareSpec = (warmupMs: number, durationMs: number) => loadSpec(loadTarget('binary', MODELS[0].name, barePorts), BARE_CONCURRENCY, warmupMs, durationMs);
+  await sample(load, bare, bareSpec(0, 750), 'warm-up bare');
+  const bareSamples: Sample[] = [];
 
   for (let r = 0; r < o.rounds; r++) {
     for (const cell of cells) {
@@ -232,14 +247,17 @@ async function main(ctx: BenchContext): Promise<BenchOutcome> {
         log(`  round ${r + 1} ${what.padEnd(36)} ${describe(s)}`);
       }
     }
+    const b = await sample(load, bare, bareSpec(o.warmupS * 1000, o.durationS * 1000), 'bare echo');
+    bareSamples.push(b);
+    log(`  round ${r + 1} ${`HTTP binary c=${BARE_CONCURRENCY} bare node:http echo`.padEnd(36)} ${describe(b)}`);
   }
   const top = Math.max(...o.concurrencies);
   const profiles = o.profile ? await profileMainThread(load, server, ports, o, top) : {};
 
   load.exit();
-  await server.stop();
+  await Promise.all([server.stop(), bare.stop()]);
   // No bar: the core-thread goal is the planned design's, and the block says how far today's code is from it.
-  return { key: 'cores', body: report(o, cells, profiles, pinned ? { server: serverCpus, load: cpus - 1 } : undefined, ctx), write: o.write, allMet: true };
+  return { key: 'cores', body: report(o, cells, summarize(bareSamples), profiles, pinned ? { server: serverCpus, load: cpus - 1 } : undefined, ctx), write: o.write, allMet: true };
 }
 
 // ---- report --------------------------------------------------------------------------------------
@@ -247,7 +265,7 @@ async function main(ctx: BenchContext): Promise<BenchOutcome> {
 const pct = (x: number): string => (Number.isFinite(x) ? `${(x * 100).toFixed(0)} %` : '–');
 const us1 = (x: number): string => (Number.isFinite(x) ? x.toFixed(1) : '–');
 
-function report(o: Options, cells: Cell[], profiles: Profiles, pinning: { server: string; load: number } | undefined, ctx: BenchContext): string {
+function report(o: Options, cells: Cell[], bare: Summary, profiles: Profiles, pinning: { server: string; load: number } | undefined, ctx: BenchContext): string {
   const top = Math.max(...o.concurrencies);
   const perRequest = [
     '| instance | protocol | c | req/s | p50 µs | main thread CPU µs/req | process CPU µs/req | main ÷ process |',
@@ -278,12 +296,18 @@ function report(o: Options, cells: Cell[], profiles: Profiles, pinning: { server
   }
 
   const goal = REFERENCE.processUsC32 * REFERENCE.coreGoalFraction;
-  const ratios: string[] = [];
+  // How much slower this machine ran than the one the reference was measured on, by the bare echo's cost.
+  const slower = bare.processUs / REFERENCE.bareUsC32;
+  const ratios = [
+    `Calibration: bench:http's bare node:http echo (HTTP binary, c=${BARE_CONCURRENCY}, measured in every round beside the models) took ` +
+      `${us1(bare.processUs)} µs of CPU per request (${fmtInt(bare.rps)} req/s), ${slower.toFixed(2)}× the ${REFERENCE.bareUsC32} µs it took when the ` +
+      `issue's ${REFERENCE.processUsC32} µs was measured (${REFERENCE.measuredOn}): read the µs below as relative, or divide them by ${slower.toFixed(2)}.`,
+  ];
   const c32 = summaries.get('inproc binary 32');
   if (c32) {
     ratios.push(
-      `In-process, HTTP binary, c=32: ${us1(c32.processUs)} µs of process CPU per request (${(c32.processUs / REFERENCE.processUsC32).toFixed(2)}× the issue's ` +
-        `${REFERENCE.processUsC32} µs), of which the main thread ${us1(c32.groupUs.main)} µs (${pct(c32.groupUs.main / c32.processUs)}).`,
+      `In-process, HTTP binary, c=32: ${us1(c32.processUs)} µs of process CPU per request, ${(c32.processUs / bare.processUs).toFixed(2)}× the bare echo ` +
+        `(the issue's figure: ${(REFERENCE.processUsC32 / REFERENCE.bareUsC32).toFixed(2)}×), of which the main thread ${us1(c32.groupUs.main)} µs (${pct(c32.groupUs.main / c32.processUs)}).`,
     );
   }
   for (const m of MODELS) {
@@ -293,8 +317,9 @@ function report(o: Options, cells: Cell[], profiles: Profiles, pinning: { server
       if (!s || !shares) continue;
       const core = s.groupUs.main * (shares.core + shares.callable);
       ratios.push(
-        `${m.label}, ${PROTOCOL_LABELS[p]}, c=${top}: core + callable ≈ ${us1(core)} µs/req = ${(core / goal).toFixed(2)}× the goal of ${us1(goal)} µs ` +
-          `(1/5 of ${REFERENCE.processUsC32} µs); one core thread at that cost would carry ≈ ${fmtInt(1e6 / core)} req/s.`,
+        `${m.label[0]?.toUpperCase()}${m.label.slice(1)}, ${PROTOCOL_LABELS[p]}, c=${top}: core + callable ≈ ${us1(core)} µs/req, ${pct(core / s.processUs)} of the process's CPU per request ` +
+          `(goal ≤ ${pct(REFERENCE.coreGoalFraction)}); on the reference machine ≈ ${us1(core / slower)} µs against the goal of ${us1(goal)} µs ` +
+          `(${(core / slower / goal).toFixed(2)}×); one core thread at ${us1(core)} µs carries ≈ ${fmtInt(1e6 / core)} req/s here.`,
       );
     }
   }
@@ -317,7 +342,7 @@ function report(o: Options, cells: Cell[], profiles: Profiles, pinning: { server
     'A worker instance moves only the callable (and the batch’s messages) off it. The main thread’s CPU per',
     'request is therefore what a single event loop spends per request today; the profile table splits it into',
     'what would move to front-end threads and what a core thread would keep. Absolute times are noisy on 2',
-    'shared cores; the ratios (main ÷ process, the shares) are the steadier figures.',
+    'shared cores; the ratios (main ÷ process, the shares, against the bare echo) are the steadier figures.',
     '',
     `**CPU per request** (medians over ${o.rounds} rounds):`,
     '',
@@ -346,6 +371,8 @@ function report(o: Options, cells: Cell[], profiles: Profiles, pinning: { server
     `- Load: the benchmarks' load generator (bench/harness/loadgen.ts) in its own process, a closed loop of c keep-alive`,
     '  HTTP/1.1 connections or c outstanding calls on one grpc-js channel. ' +
       (pinning ? `Server pinned to CPU ${pinning.server}, load generator to CPU ${pinning.load} (\`taskset\`).` : 'No CPU pinning.'),
+    `- Calibration: bench:http's baseline (bench/http/server-baseline.ts, a bare node:http KServe echo) in a child of its`,
+    `  own, pinned like the server, measured once a round at HTTP binary c=${BARE_CONCURRENCY} in the same way.`,
     `- Each model and protocol warmed up 0.75 s at c=32; then ${o.rounds} rounds, each cell ${o.warmupS} s warm-up + ${o.durationS} s measured,`,
     '  the two models back to back (ABBA across rounds).',
     "- CPU: each thread's utime + stime from `/proc/<pid>/task/<tid>/stat` (clock ticks of `getconf CLK_TCK`, 10 ms",
