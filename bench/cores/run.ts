@@ -394,7 +394,8 @@ function report(o: Options, cells: Cell[], bare: Summary, profiles: Profiles, pi
           '  above it: socket reads and writes, the HTTP parser, HTTP/2 framing, timers), *GC*, *other* (native code',
           '  outside JS). Shared helpers (lib/tensor, lib/errors, the wire-neutral request) count for their caller.',
           '  The estimate multiplies the main thread’s µs/req by the core + callable share (an in-process callable',
-          '  would run on the core thread); it leaves out the GC its allocations cause.',
+          '  would run on the core thread). It leaves out the GC its allocations cause, its part of *other*, and the',
+          '  cost of handing requests between threads, which one thread does not pay today: a lower bound.',
         ]
       : []),
     `- Reference (the issue): about ${REFERENCE.processUsC32} µs of whole-server CPU per small request at c=32 on 2 cores; the goal`,
