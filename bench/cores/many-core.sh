@@ -8,6 +8,8 @@
 # missing) and node_modules (onnxruntime-node for the mlp experiment), node, and taskset for the pinning.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# The node the npm scripts run (the project's dev dependency), where it is installed.
+export PATH="$PWD/node_modules/.bin:$PATH"
 
 cpus=$(nproc)
 half=$(( cpus / 2 > 0 ? cpus / 2 : 1 ))
