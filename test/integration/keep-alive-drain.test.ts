@@ -1,6 +1,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import * as http from 'node:http';
 import { join } from 'node:path';
+import { postInfer } from '../helpers/infer-post';
 
 // SIGTERM while 16 keep-alive HTTP clients send requests in loops, pausing between two requests as real clients
 // do (a Python client under the GIL, a busy event loop). A stopping server may close a kept-alive connection only
@@ -54,27 +55,6 @@ interface Tally {
   lost: string[];
 }
 
-const BODY = JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, 3], data: [1, 2, 3] }] });
-
-function post(agent: http.Agent, port: number): Promise<{ status: number; connection: string | undefined; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      { agent, host: '127.0.0.1', port, method: 'POST', path: '/v2/models/double/infer', headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(BODY) } },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection, body }));
-        res.on('error', reject);
-      },
-    );
-    req.on('error', (err: NodeJS.ErrnoException & { reused?: boolean }) => {
-      err.reused = req.reusedSocket;
-      reject(err);
-    });
-    req.end(BODY);
-  });
-}
 
 /**
  * One keep-alive client (one connection at a time, reopened when the server closes it, as pooling clients do),
@@ -84,9 +64,9 @@ async function client(port: number, tally: Tally, pause: () => number, warm: () 
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   try {
     for (let n = 1; n <= MAX_REQUESTS; n++) {
-      let res: Awaited<ReturnType<typeof post>>;
+      let res: Awaited<ReturnType<typeof postInfer>>;
       try {
-        res = await post(agent, port);
+        res = await postInfer(agent, port);
       } catch (err) {
         const e = err as NodeJS.ErrnoException & { reused?: boolean };
         if (e.code === 'ECONNREFUSED' && e.syscall === 'connect') tally.connectionRefused++;

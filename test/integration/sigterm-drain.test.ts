@@ -11,6 +11,7 @@ import { makeTestCertificates, type TestCertificates } from '../helpers/certific
 import { forkTracked } from '../helpers/resources';
 import { loadProtos } from '../../lib/protocol/protos';
 import type { ModelInferResponseMessage } from '../../lib/protocol/messages';
+import { postInfer as postKeepAlive } from '../helpers/infer-post';
 
 // SIGTERM under load, against a server in a process of its own that stops through serve(): every request gets
 // its answer (200 with the right numbers, or 503 / UNAVAILABLE once the server stops), no connection is reset,
@@ -65,24 +66,6 @@ function countdown(n: number): { tick: () => void; reached: Promise<void> } {
   };
 }
 
-const INFER_BODY = JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, 3], data: [1, 2, 3] }] });
-
-function httpPost(agent: http.Agent, port: number): Promise<{ status: number; connection: string | undefined; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      { agent, host: '127.0.0.1', port, method: 'POST', path: '/v2/models/double/infer', headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(INFER_BODY) } },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection, body }));
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end(INFER_BODY);
-  });
-}
 
 /** One keep-alive HTTP client sending requests back to back until the server refuses one or the connection fails. */
 async function httpClient(port: number, tally: Tally, warm: () => void): Promise<void> {
@@ -92,7 +75,7 @@ async function httpClient(port: number, tally: Tally, warm: () => void): Promise
     for (;;) {
       let res: { status: number; connection: string | undefined; body: string };
       try {
-        res = await httpPost(agent, port);
+        res = await postKeepAlive(agent, port);
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
         // A connection the closing port refused, or reset before it was established: no request went out.
