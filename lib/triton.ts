@@ -14,7 +14,6 @@ import { ResponseCache } from './model/response-cache';
 import { GrpcServer } from './server/grpc/grpc-server';
 import { Metrics, MetricsServer } from './metrics/metrics';
 import { HttpServer } from './server/http/http-server';
-import { OpenAiServer } from './server/openai/openai-server';
 import { headerMatcher } from './server/forward-headers';
 import { InferEntry, type InferCall, type ResponseSink } from './server/infer-entry';
 import { RestrictedApis } from './server/restricted-api';
@@ -134,7 +133,7 @@ export class Triton implements ServerCore, AsyncDisposable {
         forceClose: () => this.http.forceClose(),
       });
     }
-    if (this.config.openai && this.config.openaiPort >= 0) this.addTransport(new OpenAiServer(this, this.logger));
+    if (this.config.openai && this.config.openaiPort >= 0) this.addTransport(new HttpServer(this, this.logger, { routes: 'openai' }));
     if (this.config.allowGrpc) this.addTransport(new GrpcServer(this, this.logger));
     if (this.config.allowMetrics) {
       const server = new MetricsServer(this.metrics);

@@ -6,12 +6,12 @@ import { join } from 'node:path';
 import * as tls from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
 import { Triton, type TritonConfigInit } from 'tstriton';
-import { batch } from 'tstriton/decorators';
+import { batch, sample } from 'tstriton/decorators';
 import { makeTestCertificates, type TestCertificates } from '../helpers/certificates';
 import { forkTracked } from '../helpers/resources';
 import { loadProtos } from '../../lib/protocol/protos';
 import type { ModelInferResponseMessage } from '../../lib/protocol/messages';
-import { postInfer as postKeepAlive } from '../helpers/infer-post';
+import { postInfer as postKeepAlive, KSERVE_INFER, OPENAI_COMPLETION, type InferPost } from '../helpers/infer-post';
 
 // SIGTERM under load, against a server in a process of its own that stops through serve(): every request gets
 // its answer (200 with the right numbers, or 503 / UNAVAILABLE once the server stops), no connection is reset,
@@ -25,6 +25,7 @@ const BEFORE_SIGNAL = 5;
 interface Ports {
   http: number;
   grpc: number;
+  openai: number;
 }
 
 function startServer(): Promise<{ child: ChildProcess; ports: Ports; exited: Promise<number | null> }> {
@@ -67,15 +68,38 @@ function countdown(n: number): { tick: () => void; reached: Promise<void> } {
 }
 
 
-/** One keep-alive HTTP client sending requests back to back until the server refuses one or the connection fails. */
-async function httpClient(port: number, tally: Tally, warm: () => void): Promise<void> {
+/** What an HTTP client of the load test sends, and the answers it expects. */
+interface HttpApi {
+  readonly request: InferPost;
+  /** The body of the 503 that refuses a request once the server stops. */
+  readonly stopping: string;
+  /** Whether a 200's body is the right answer. */
+  readonly answered: (body: string) => boolean;
+}
+
+/** KServe v2 infer on the HTTP port: `double` doubles [1, 2, 3]; Triton's error body. */
+const KSERVE: HttpApi = {
+  request: KSERVE_INFER,
+  stopping: '{"error":"Server is stopping and accepts no new requests"}',
+  answered: (body) => JSON.stringify((JSON.parse(body) as { outputs: { data: number[] }[] }).outputs[0]?.data) === '[2,4,6]',
+};
+
+/** Completions on the OpenAI port: `echo_text` answers with the prompt; OpenAI's error body. */
+const OPENAI: HttpApi = {
+  request: OPENAI_COMPLETION,
+  stopping: '{"error":{"message":"Server is stopping and accepts no new requests","type":"server_error","param":null,"code":"unavailable"}}',
+  answered: (body) => (JSON.parse(body) as { choices: { text: string }[] }).choices[0]?.text === 'hi',
+};
+
+/** One keep-alive HTTP client sending `api`'s requests back to back until the server refuses one or the connection fails. */
+const httpClient = (api: HttpApi) => async (port: number, tally: Tally, warm: () => void): Promise<void> => {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   let answers = 0;
   try {
     for (;;) {
       let res: { status: number; connection: string | undefined; body: string };
       try {
-        res = await postKeepAlive(agent, port);
+        res = await postKeepAlive(agent, port, api.request);
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
         // A connection the closing port refused, or reset before it was established: no request went out.
@@ -86,12 +110,11 @@ async function httpClient(port: number, tally: Tally, warm: () => void): Promise
       if (++answers === BEFORE_SIGNAL) warm();
       if (res.status === 503) {
         // Refused, and told not to send again on this connection.
-        if (res.connection === 'close' && res.body === '{"error":"Server is stopping and accepts no new requests"}') tally.refused++;
+        if (res.connection === 'close' && res.body === api.stopping) tally.refused++;
         else tally.lost.push(`HTTP 503 with Connection: ${res.connection ?? '(none)'} and ${res.body}`);
         return;
       }
-      const data = res.status === 200 ? (JSON.parse(res.body) as { outputs: { data: number[] }[] }).outputs[0]?.data : undefined;
-      if (JSON.stringify(data) !== '[2,4,6]') {
+      if (res.status !== 200 || !api.answered(res.body)) {
         tally.lost.push(`HTTP ${res.status} ${res.body}`);
         return;
       }
@@ -100,7 +123,7 @@ async function httpClient(port: number, tally: Tally, warm: () => void): Promise
   } finally {
     agent.destroy();
   }
-}
+};
 
 const services = loadProtos('number');
 
@@ -140,8 +163,9 @@ async function grpcClient(port: number, tally: Tally, warm: () => void): Promise
 
 describe('SIGTERM under 16-way load', () => {
   it.each([
-    ['HTTP (keep-alive connections)', httpClient, 'http'],
+    ['HTTP (keep-alive connections)', httpClient(KSERVE), 'http'],
     ['gRPC', grpcClient, 'grpc'],
+    ['the OpenAI port (keep-alive connections)', httpClient(OPENAI), 'openai'],
   ] as const)('%s: no request lost or reset, the ones after the signal refused, exit 0', async (_label, client, protocol) => {
     const { child, ports, exited } = await startServer();
     const tally: Tally = { ok: 0, refused: 0, connectionRefused: 0, lost: [] };
@@ -250,6 +274,15 @@ const postInfer = (body = HELD_INFER): string =>
   `POST /v2/models/held/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
 const get = (path: string, extra = ''): string => `GET ${path} HTTP/1.1\r\nHost: x\r\n${extra}\r\n`;
 const STOPPING = { error: 'Server is stopping and accepts no new requests' };
+/** The same refusal on the OpenAI port, in OpenAI's error shape. */
+const OPENAI_STOPPING = { error: { message: STOPPING.error, type: 'server_error', param: null, code: 'unavailable' } };
+
+/** A refusal of a stopping server: 503 with `Connection: close` and the body `body`. */
+function expectRefused(answer: RawAnswer, body: unknown = STOPPING): void {
+  expect(answer.status).toBe(503);
+  expect(answer.headers.connection).toBe('close');
+  expect(JSON.parse(answer.body)).toEqual(body);
+}
 
 /** A model call the test holds: `running` once the call has begun, `release()` lets it finish. */
 function gate(): { running: Promise<void>; entered: () => void; released: Promise<void>; release: () => void } {
@@ -275,17 +308,30 @@ describe('stopping closes each HTTP connection between two exchanges', () => {
     triton = undefined;
   });
 
+  /**
+   * A server on loopback over `scheme` (HTTP or HTTPS), with `config`, stopped after the test. A short exit timeout:
+   * a failure before the held calls are released then ends quickly.
+   */
+  function serverOver(scheme: string, config: TritonConfigInit = {}): Triton {
+    const tls: TritonConfigInit = scheme === 'HTTPS' ? { httpUseSsl: true, httpServerCert: certificates.files.server.cert, httpServerKey: certificates.files.server.key } : {};
+    triton = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent', exitTimeoutSeconds: 2, ...tls, ...config });
+    return triton;
+  }
+
+  /** Opens connections to `port` over `scheme`, each closed after the test. */
+  const connectorTo = (port: number, scheme: string) => async (): Promise<RawConnection> => {
+    const c = await RawConnection.open(port, scheme === 'HTTPS' ? readFileSync(certificates.files.ca.cert) : undefined);
+    connections.push(c);
+    return c;
+  };
+
   it.each([['HTTP'], ['HTTPS']])(
     '%s: every request is answered in full, the ones after the signal 503 with Connection: close, and each connection closes between two exchanges',
     async (scheme) => {
-      const secure = scheme === 'HTTPS';
-      const config: TritonConfigInit = secure ? { httpUseSsl: true, httpServerCert: certificates.files.server.cert, httpServerKey: certificates.files.server.key } : {};
       // The model's calls, in order, each held until the test releases it (one instance, so one call at a time).
       const holds = [gate(), gate()];
       let calls = 0;
-      // A short exit timeout: a failure before the calls are released then ends quickly.
-      const server = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent', exitTimeoutSeconds: 2, ...config });
-      triton = server;
+      const server = serverOver(scheme);
       server.bind({
         modelName: 'held',
         inferFunc: batch(async ({ x }) => {
@@ -300,17 +346,7 @@ describe('stopping closes each HTTP connection between two exchanges', () => {
       });
       await server.run();
       const port = server.ports.http as number;
-      const ca = secure ? readFileSync(certificates.files.ca.cert) : undefined;
-      const open = async (): Promise<RawConnection> => {
-        const c = await RawConnection.open(port, ca);
-        connections.push(c);
-        return c;
-      };
-      const expectRefused = (answer: RawAnswer): void => {
-        expect(answer.status).toBe(503);
-        expect(answer.headers.connection).toBe('close');
-        expect(JSON.parse(answer.body)).toEqual(STOPPING);
-      };
+      const open = connectorTo(port, scheme);
       const expectDoubled = (answer: RawAnswer): void => {
         expect(answer.status).toBe(200);
         expect((JSON.parse(answer.body) as { outputs: { data: number[] }[] }).outputs[0]!.data).toEqual([2, 4]);
@@ -349,6 +385,64 @@ describe('stopping closes each HTTP connection between two exchanges', () => {
       expect(await second.ended).toBe('closed');
       // A connection open before the port closed still gets an answer to its first request.
       expectRefused(await fresh.request(get('/v2/health/ready')));
+      expect(await fresh.ended).toBe('closed');
+      expect(await stopped).toBe(0);
+    },
+  );
+
+  it.each([['HTTP'], ['HTTPS']])(
+    '%s: the OpenAI port (openaiPort) drains the same way, refusing in OpenAI\'s error shape',
+    async (scheme) => {
+      const hold = gate();
+      const server = serverOver(scheme, { openai: true, openaiPort: 0 });
+      // Its first call is held until the test releases it.
+      let calls = 0;
+      server.bind({
+        modelName: 'held_text',
+        inferFunc: sample(async ({ text_input }) => {
+          if (calls++ === 0) {
+            hold.entered();
+            await hold.released;
+          }
+          return { text_output: text_input! };
+        }),
+        inputs: [{ name: 'text_input', dtype: 'BYTES', shape: [1] }],
+        outputs: [{ name: 'text_output', dtype: 'BYTES', shape: [1] }],
+        config: { batching: false },
+      });
+      await server.run();
+      const port = server.ports.openai as number;
+      const open = connectorTo(port, scheme);
+      const complete = (prompt: string): string => {
+        const body = JSON.stringify({ model: 'held_text', prompt });
+        return `POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+      };
+
+      // held: a completion in flight when the stop begins. idle: a kept-alive connection between two requests.
+      // fresh: a connection whose first request comes only after the port has closed.
+      const held = await open();
+      const idle = await open();
+      const fresh = await open();
+      const heldAnswer = held.request(complete('first'));
+      await hold.running;
+      expect((await idle.request(get('/v1/models'))).status).toBe(200);
+      // A later connection answered shows that the server has accepted `fresh`.
+      expect((await (await open()).request(get('/v1/models', 'Connection: close\r\n'))).status).toBe(200);
+
+      const stopped = server.stop();
+      // Draining: a request on a kept-alive connection is refused, and the connection closed after the answer.
+      expectRefused(await idle.request(complete('second')), OPENAI_STOPPING);
+      expect(await idle.ended).toBe('closed');
+      // The completion under way is written in full; once it is, the port closes and its idle connection is closed.
+      hold.release();
+      const answer = await heldAnswer;
+      expect(answer.status).toBe(200);
+      expect((JSON.parse(answer.body) as { choices: { text: string }[] }).choices[0]!.text).toBe('first');
+      await portClosed(port);
+      expect(await held.ended).toBe('closed');
+      // A connection open before the port closed gets its answer from the closed port: 503 in OpenAI's shape, for
+      // /v1 and any other path alike.
+      expectRefused(await fresh.request(get('/v2/health/ready')), OPENAI_STOPPING);
       expect(await fresh.ended).toBe('closed');
       expect(await stopped).toBe(0);
     },

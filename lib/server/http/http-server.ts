@@ -7,7 +7,7 @@ import express, { type Express, type NextFunction, type Router } from 'express';
 import { Cancellation } from '../../cancellation';
 import { TritonError, toTritonError, SERVER_STOPPING_MESSAGE } from '../../errors';
 import type { Logger } from '../../logger';
-import type { ServerCore } from '../server-core';
+import type { ServerCore, Transport } from '../server-core';
 import { compress, negotiateEncoding, ownMemory, readBody, readJsonObject } from './body';
 import { handleSharedMemory, SHARED_MEMORY_ROUTE } from './shared-memory-routes';
 import { handleRepository, REPOSITORY_ROUTE } from './repository-routes';
@@ -31,14 +31,30 @@ const MODEL_ROUTE = /^\/v2\/models\/([^/]+)(?:\/versions\/([0-9]+))?(?:\/(infer|
 /** The answer to requests that arrive once the server is stopping, as Triton words it. */
 const STOPPING = SERVER_STOPPING_MESSAGE;
 
+/** What an `HttpServer` serves. */
+export interface HttpServerOptions {
+  /**
+   * `'all'` (the HTTP port, `httpPort`): KServe v2, users' routes, and the OpenAI-compatible API under `/v1` with
+   * `openai`. `'openai'` (the OpenAI port, `openaiPort`): only `/v1`, every error (a path elsewhere is 404) in
+   * OpenAI's shape.
+   */
+  readonly routes?: 'all' | 'openai';
+}
+
+/** Writes an error answer in one API's shape. */
+type SendError = (res: http.ServerResponse, err: TritonError) => void;
+
 /**
  * The HTTP endpoint (HTTPS with `httpUseSsl`). POST `/infer` is handled on node:http directly (it is the hot
  * path); every other route is served by an express app, which stays open for users' own routes through
- * `router`.
+ * `router`. With `routes: 'openai'`, the OpenAI-compatible API on a port of its own, as Triton's OpenAI frontend
+ * has one: the same endpoints, restrictions, API key and TLS settings as on the HTTP port, and the same orderly stop.
  */
-export class HttpServer {
+export class HttpServer implements Transport {
+  /** `http`, or `openai` for the OpenAI port: the name in `triton.ports`. */
+  readonly name: 'http' | 'openai';
   readonly app: Express;
-  /** Mount your own routes here; they are tried before the server's 404. */
+  /** Mount your own routes here; they are tried before the server's 404 (on the HTTP port only). */
   readonly router: Router;
   private readonly server: http.Server | https.Server;
   /** Which request headers become parameters (`httpHeaderForwardPattern`). */
@@ -48,13 +64,21 @@ export class HttpServer {
   private readonly connections: ConnectionDrain;
   /** The OpenAI-compatible API under `/v1` (`openai`). */
   private readonly openai: OpenAiFrontend | undefined;
+  /** Serves the OpenAI-compatible API alone (`routes: 'openai'`). */
+  private readonly openaiOnly: boolean;
+  /** How the port answers an error of its own (a stopping server, a fault): Triton's shape, or OpenAI's. */
+  private readonly sendPortError: SendError;
 
   constructor(
     private readonly core: ServerCore,
     private readonly logger: Logger,
+    options: HttpServerOptions = {},
   ) {
+    this.openaiOnly = options.routes === 'openai';
+    this.name = this.openaiOnly ? 'openai' : 'http';
+    this.sendPortError = this.openaiOnly ? sendOpenAiError : sendError;
     this.restricted = RestrictedApis.parse(core.config.httpRestrictedApi, 'httpRestrictedApi');
-    this.openai = core.config.openai ? new OpenAiFrontend(core, this.restricted, logger) : undefined;
+    this.openai = core.config.openai || this.openaiOnly ? new OpenAiFrontend(core, this.restricted, logger) : undefined;
     this.router = express.Router();
     this.app = buildApp(core, this.router, (err, req, res) => this.escaped(err, req, res));
     const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => this.handle(req, res);
@@ -64,6 +88,12 @@ export class HttpServer {
   /** Starts listening; resolves with the bound port. */
   listen(port: number, host: string): Promise<number> {
     return listenOn(this.server, port, host);
+  }
+
+  /** Starts listening on its port (`httpPort`, or `openaiPort`) and the HTTP address; resolves with the bound port. */
+  start(): Promise<number> {
+    const { config } = this.core;
+    return this.listen(this.openaiOnly ? config.openaiPort : config.httpPort, config.httpAddress);
   }
 
   /**
@@ -95,7 +125,7 @@ export class HttpServer {
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
     this.connections.track(req, res);
     try {
-      if (this.connections.closing) refuseStopping(req, res);
+      if (this.connections.closing) refuseStopping(req, res, this.sendPortError);
       else this.route(req, res);
     } catch (err) {
       this.escaped(err, req, res);
@@ -110,7 +140,7 @@ export class HttpServer {
     const error = toTritonError(err);
     if (!(err instanceof TritonError)) this.logger.error({ err, method: req.method, url: req.url }, 'HTTP request handler failed');
     try {
-      sendError(res, error);
+      this.sendPortError(res, error);
     } catch (cause) {
       this.logger.error({ err: cause, method: req.method, url: req.url }, 'HTTP error answer failed');
       res.destroy();
@@ -127,10 +157,11 @@ export class HttpServer {
       req.url = parsed.url;
       path = parsed.path;
     } catch (err) {
-      return this.openai && isOpenAiPath(target) ? sendOpenAiError(res, err) : sendError(res, toTritonError(err));
+      return this.openai && isOpenAiPath(target) ? sendOpenAiError(res, err) : this.sendPortError(res, toTritonError(err));
     }
     // The OpenAI-compatible API applies the same restrictions itself, answering in OpenAI's error shape.
     if (this.openai && isOpenAiPath(path)) return this.openai.handle(req, res, path);
+    if (this.openaiOnly) return sendOpenAiError(res, new TritonError('NOT_FOUND', `Invalid URL (${req.method ?? ''} ${path})`));
     // Every route, the infer hot path and users' own included, passes this one check.
     if (this.restricted.any) {
       const missing = this.restricted.missingHeader(httpApiGroup(path), (name) => req.headers[name]);
@@ -397,11 +428,11 @@ function serveJson(app: Express, pattern: RegExp, handle: (match: RegExpExecArra
 }
 
 /**
- * Answers a request that arrived once the port closed: 503, after its body is read so that the connection
- * closes with nothing unread (which would reset it). The drain has marked the response `Connection: close`.
+ * Answers a request that arrived once the port closed: 503 (written by `send`), after its body is read so that the
+ * connection closes with nothing unread (which would reset it). The drain has marked the response `Connection: close`.
  */
-function refuseStopping(req: http.IncomingMessage, res: http.ServerResponse): void {
-  req.once('end', () => sendError(res, new TritonError('UNAVAILABLE', STOPPING)));
+function refuseStopping(req: http.IncomingMessage, res: http.ServerResponse, send: SendError): void {
+  req.once('end', () => send(res, new TritonError('UNAVAILABLE', STOPPING)));
   req.resume();
 }
 
