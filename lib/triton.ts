@@ -12,6 +12,7 @@ import { ModelRepository } from './model/model-repository';
 import { RepositoryControl } from './repository/repository-control';
 import { ResponseCache } from './model/response-cache';
 import { GrpcServer } from './server/grpc/grpc-server';
+import { FrontEnds, frontEndThreadCount, reusePortSupported } from './server/front-end/front-ends';
 import { Metrics, MetricsServer } from './metrics/metrics';
 import { HttpServer } from './server/http/http-server';
 import { headerMatcher } from './server/forward-headers';
@@ -90,6 +91,8 @@ export class Triton implements ServerCore, AsyncDisposable {
   private readonly repositories: RepositoryControl;
   /** Where every request from a transport enters. */
   private readonly entry: InferEntry;
+  /** The gRPC endpoint when it is served on this thread. */
+  private readonly grpc: GrpcServer | undefined;
   private stopped!: Promise<number>;
   private resolveStopped!: (code: number) => void;
 
@@ -124,17 +127,8 @@ export class Triton implements ServerCore, AsyncDisposable {
     this.control = new ModelControl(this.repository, this.building, this.config, this.logger);
     this.repositories = new RepositoryControl(this.building, this.config, this.logger, { codeUploads: this.repositoryApiNeedsKey() });
     this.http = new HttpServer(this, this.logger);
-    if (this.config.allowHttp) {
-      this.addTransport({
-        name: 'http',
-        start: () => this.http.listen(this.config.httpPort, this.config.httpAddress),
-        drain: () => this.http.drain(),
-        stopAccepting: () => this.http.stopAccepting(),
-        forceClose: () => this.http.forceClose(),
-      });
-    }
-    if (this.config.openai && this.config.openaiPort >= 0) this.addTransport(new HttpServer(this, this.logger, { routes: 'openai' }));
-    if (this.config.allowGrpc) this.addTransport(new GrpcServer(this, this.logger));
+    // Built now, so that a bad TLS setting fails here rather than in run().
+    this.grpc = this.config.allowGrpc ? new GrpcServer(this, this.logger) : undefined;
     if (this.config.allowMetrics) {
       const server = new MetricsServer(this.metrics);
       this.addTransport({
@@ -226,6 +220,7 @@ export class Triton implements ServerCore, AsyncDisposable {
         'explicit model control with the model-repository API open to every client: anyone who can reach the HTTP or gRPC port can load and unload models; restrict it with httpRestrictedApi and grpcRestrictedProtocol (model-repository:<header>=<value>), see docs/security.md',
       );
     }
+    this.transports.unshift(...this.frontEnds());
     const marking = applyMarkingTriggers({ soft: this.config.incrementalMarkingSoftTrigger, hard: this.config.incrementalMarkingHardTrigger });
     if (marking.length > 0) this.logger.debug({ v8Flags: marking }, 'V8 marking triggers set');
     try {
@@ -282,6 +277,42 @@ export class Triton implements ServerCore, AsyncDisposable {
     const http = !this.config.allowHttp || RestrictedApis.parse(this.config.httpRestrictedApi, 'httpRestrictedApi').restriction('model-repository') !== undefined;
     const grpc = !this.config.allowGrpc || RestrictedApis.parse(this.config.grpcRestrictedProtocol, 'grpcRestrictedProtocol').restriction('model-repository') !== undefined;
     return http && grpc;
+  }
+
+  /**
+   * The HTTP, OpenAI and gRPC transports: on `httpThreadCount` front-end threads where there are more than one,
+   * else on this thread. Routes mounted on `http.router` are served on this thread only, so with them an automatic
+   * thread count stays at one (and an explicit one above one is refused).
+   */
+  private frontEnds(): Transport[] {
+    const { config } = this;
+    const openai = config.openai && config.openaiPort >= 0;
+    let threads = config.allowHttp || config.allowGrpc || openai ? frontEndThreadCount(config) : 1;
+    if (threads > 1 && this.http.router.stack.length > 0) {
+      if (config.httpThreadCount > 1) {
+        throw new TritonError('INVALID_CONFIG', `routes mounted on http.router are served on the core thread only; set httpThreadCount to 1 (it is ${config.httpThreadCount})`);
+      }
+      this.logger.info({}, 'routes are mounted on http.router: the ports are served on the core thread (httpThreadCount 1)');
+      threads = 1;
+    }
+    if (threads > 1 && !reusePortSupported()) {
+      this.logger.warn({ httpThreadCount: threads, node: process.versions.node, platform: process.platform }, 'this platform cannot listen on one port from several threads (reusePort): the core thread serves the ports');
+      threads = 1;
+    }
+    if (threads > 1) return new FrontEnds({ core: this, repository: this.repository, config, logger: this.logger }, threads).transports();
+    const transports: Transport[] = [];
+    if (config.allowHttp) {
+      transports.push({
+        name: 'http',
+        start: () => this.http.listen(config.httpPort, config.httpAddress),
+        drain: () => this.http.drain(),
+        stopAccepting: () => this.http.stopAccepting(),
+        forceClose: () => this.http.forceClose(),
+      });
+    }
+    if (openai) transports.push(new HttpServer(this, this.logger, { routes: 'openai' }));
+    if (this.grpc) transports.push(this.grpc);
+    return transports;
   }
 
   /** Resolves with the exit code once the server has stopped, however it stopped. */

@@ -20,6 +20,7 @@ export interface TritonConfigInit {
   httpAddress?: string;
   httpPort?: number;
   allowHttp?: boolean;
+  httpThreadCount?: number;
   grpcAddress?: string;
   grpcPort?: number;
   allowGrpc?: boolean;
@@ -74,6 +75,7 @@ const KEYS = [
   'httpAddress',
   'httpPort',
   'allowHttp',
+  'httpThreadCount',
   'grpcAddress',
   'grpcPort',
   'allowGrpc',
@@ -137,6 +139,17 @@ export class TritonConfig {
 
   @IsBoolean()
   allowHttp = true;
+
+  /**
+   * Front-end threads (Triton's `--http-thread-count`): each accepts connections on the HTTP, gRPC and OpenAI
+   * ports and parses, decodes, encodes and writes requests, in front of the one core thread that batches and runs
+   * them. 0 (the default) picks one thread per core beyond the core thread's own, at most 8; 1 serves every port
+   * on the core thread itself. See docs/threads.md.
+   */
+  @IsInt()
+  @Min(0)
+  @Max(64)
+  httpThreadCount = 0;
 
   @IsString()
   grpcAddress = '0.0.0.0';

@@ -1,5 +1,5 @@
 import { TritonError } from '../errors';
-import type { Model } from './model';
+import type { ModelView } from './model-view';
 
 /** One message of a chat, its content reduced to text. */
 export interface ChatMessage {
@@ -50,16 +50,16 @@ export function compileChatTemplate(template: ChatTemplate | undefined, modelNam
 }
 
 /** The compiled chat template of each model, set when it is built. */
-const TEMPLATES = new WeakMap<Model, CompiledChatTemplate>();
+const TEMPLATES = new WeakMap<ModelView, CompiledChatTemplate>();
 
-/** Records the chat template `model` was bound with. */
-export function attachChatTemplate(model: Model, template: CompiledChatTemplate): Model {
+/** Records the chat template `model` was bound with (or, for a front-end thread's copy, how to ask for it). */
+export function attachChatTemplate<M extends ModelView>(model: M, template: CompiledChatTemplate): M {
   TEMPLATES.set(model, template);
   return model;
 }
 
 /** The chat template of `model`: its binding's, or the default one. */
-export function chatTemplateOf(model: Model): CompiledChatTemplate {
+export function chatTemplateOf(model: ModelView): CompiledChatTemplate {
   let compiled = TEMPLATES.get(model);
   if (!compiled) {
     compiled = compileChatTemplate(undefined, model.name);

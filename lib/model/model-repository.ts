@@ -5,6 +5,16 @@ import type { Model } from './model';
 /** Bound models by name and version. */
 export class ModelRepository {
   private readonly models = new Map<string, Map<string, Model>>();
+  private readonly listeners: (() => void)[] = [];
+
+  /** Calls `listener` whenever a model is added, replaced or removed (front-end threads drop their copies). */
+  onChange(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  private changed(): void {
+    for (const l of this.listeners) l();
+  }
 
   /** Adds a model; a second model with the same name and version is rejected. */
   add(model: Model): void {
@@ -14,6 +24,7 @@ export class ModelRepository {
       throw new TritonError('ALREADY_EXISTS', `model '${model.name}' version ${model.version} is already bound`);
     }
     versions.set(model.version, model);
+    this.changed();
   }
 
   /** Puts `model` in the place of the model with its name and version (a model loaded again). */
@@ -21,6 +32,7 @@ export class ModelRepository {
     const versions = this.models.get(model.name);
     if (!versions?.has(model.version)) throw new TritonError('INTERNAL', `model '${model.name}' version ${model.version} is not bound`);
     versions.set(model.version, model);
+    this.changed();
   }
 
   /**
@@ -32,6 +44,7 @@ export class ModelRepository {
     if (versions?.get(model.version) !== model) return;
     versions.delete(model.version);
     if (versions.size === 0) this.models.delete(model.name);
+    this.changed();
   }
 
   /**

@@ -405,6 +405,6 @@ function nsSince(start: number): number {
  * Refuses a decoupled model on a unary endpoint, named as Triton names it in this error (`HTTP end point`,
  * `ModelInfer RPC`): such a model answers through a stream.
  */
-export function refuseDecoupled(model: Model, endpoint: string): void {
+export function refuseDecoupled(model: { readonly config: { readonly decoupled: boolean } }, endpoint: string): void {
   if (model.config.decoupled) throw new TritonError('UNSUPPORTED', `${endpoint} doesn't support models with decoupled transaction policy`);
 }

@@ -1,12 +1,12 @@
 /** Parameters of the classification and model repository extensions, read the same way by both transports. */
 import { TritonError, invalidArgument } from '../errors';
-import type { Model } from '../model/model';
+import type { ModelView } from '../model/model-view';
 import type { LoadOverride } from '../model/model-control';
 import type { Classification } from '../tensor/classification';
 import { describeValue } from '../tensor/wire-value';
 
 /** The `classification` parameter of output `name`: a class count (0 or absent: none). */
-export function classificationOf(value: unknown, model: Model, name: string): Classification | undefined {
+export function classificationOf(value: unknown, model: ModelView, name: string): Classification | undefined {
   if (value === undefined) return undefined;
   const count = typeof value === 'bigint' ? Number(value) : value;
   if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 0) {

@@ -4,6 +4,7 @@ import type { Logger } from '../logger';
 import type { InferenceRequest, InferenceResponse } from '../model/inference';
 import { refuseDecoupled, type Model } from '../model/model';
 import type { ModelRepository } from '../model/model-repository';
+import type { ModelView } from '../model/model-view';
 import { forwardHeaders } from './forward-headers';
 import { withTraceContext } from './trace-context';
 
@@ -30,7 +31,7 @@ export interface InferCall {
    */
   readonly unaryEndpoint?: string;
   /** Builds the request from what the transport read, for the model the core found (throws to refuse it). */
-  decode(model: Model): InferenceRequest;
+  decode(model: ModelView): InferenceRequest;
   /** The request's headers (HTTP) or metadata (gRPC), lower-case names: forwarded where configured, and trace context. */
   readonly headers?: Readonly<Record<string, HeaderValue>>;
 }

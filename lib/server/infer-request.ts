@@ -1,5 +1,5 @@
 import { TritonError, invalidArgument } from '../errors';
-import type { Model } from '../model/model';
+import type { ModelView } from '../model/model-view';
 import { decodeBinary } from '../tensor/binary-codec';
 import { classify, type Classification } from '../tensor/classification';
 import type { DataType, TensorData } from '../tensor/dtype';
@@ -44,7 +44,7 @@ export interface OutputParameters {
  * Checks and resolves how output `name` goes back. A bad combination, or a region that is not registered,
  * fails the request before it runs.
  */
-export function outputHandling(model: Model, name: string, p: OutputParameters, sharedMemory: SharedMemoryManager | undefined, what: string): OutputHandling {
+export function outputHandling(model: ModelView, name: string, p: OutputParameters, sharedMemory: SharedMemoryManager | undefined, what: string): OutputHandling {
   const shm = shmTargetOf(p.region, p.byteSize, p.offset, what);
   const classes = classificationOf(p.classification, model, name);
   if (classes && shm) throw invalidArgument(`${what}: 'classification' cannot be combined with 'shared_memory_region'`);

@@ -1,5 +1,5 @@
 import type { TritonConfig } from '../config/triton-config';
-import type { ModelRepository } from '../model/model-repository';
+import type { ModelLookup } from '../model/model-view';
 import type { LoadOverride, RepositoryIndexEntry } from '../model/model-control';
 
 export type { RepositoryIndexEntry };
@@ -19,7 +19,8 @@ export interface ServerMetadata {
 /** What the transports need from the server; `Triton` implements it. Transports know nothing else. */
 export interface ServerCore {
   readonly config: TritonConfig;
-  readonly repository: ModelRepository;
+  /** The models, as transports find them. */
+  readonly repository: ModelLookup;
   /** System shared-memory regions clients registered. */
   readonly sharedMemory: SharedMemoryManager;
   /** Memory for large request messages, reused between requests (`requestBufferPoolByteSize`). */

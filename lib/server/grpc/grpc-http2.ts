@@ -66,8 +66,8 @@ export class GrpcHttp2Port {
     this.server.on('stream', onStream);
   }
 
-  /** Listens on `address:port` (0 picks a free port); resolves with the bound port. */
-  listen(address: string, port: number): Promise<number> {
+  /** Listens on `address:port` (0 picks a free port); resolves with the bound port. `reusePort`: as `listenOn`. */
+  listen(address: string, port: number, reusePort = false): Promise<number> {
     const server = this.server;
     return new Promise((resolve, reject) => {
       const failed = (err: Error): void => {
@@ -75,7 +75,7 @@ export class GrpcHttp2Port {
         reject(new TritonError('INTERNAL', `gRPC server could not listen on ${host}:${port}: ${err.message}`, { cause: err }));
       };
       server.once('error', failed);
-      server.listen(port, address, () => {
+      server.listen({ port, host: address, ...(reusePort ? { reusePort } : {}) }, () => {
         server.off('error', failed);
         const bound = server.address();
         resolve(typeof bound === 'object' && bound !== null ? bound.port : port);

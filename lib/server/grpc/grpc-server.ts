@@ -69,7 +69,12 @@ export class GrpcServer implements Transport {
 
   /** Listens on `grpcAddress:grpcPort` (over TLS with `grpcUseSsl`); resolves with the bound port. */
   start(): Promise<number> {
-    return this.port.listen(this.core.config.grpcAddress, this.core.config.grpcPort);
+    return this.listen(this.core.config.grpcPort);
+  }
+
+  /** Listens on `grpcAddress:port`; with `reusePort`, other threads may listen on it too. */
+  listen(port: number, reusePort = false): Promise<number> {
+    return this.port.listen(this.core.config.grpcAddress, port, reusePort);
   }
 
   /** Refuses new calls from now on; calls in progress go on. */

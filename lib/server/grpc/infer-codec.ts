@@ -2,7 +2,7 @@ import type { Cancellation } from '../../cancellation';
 import type { RequestMemory } from '../../tensor/buffer-pool';
 import { toTritonError, invalidArgument } from '../../errors';
 import type { InferenceRequest, InferenceResponse, NamedTensor } from '../../model/inference';
-import type { Model } from '../../model/model';
+import type { ModelView } from '../../model/model-view';
 import { decodeBinary, encodeBinary } from '../../tensor/binary-codec';
 import { DTYPES, isDataType } from '../../tensor/dtype';
 import { parseParameters, type RequestParameters } from '../parameters';
@@ -37,7 +37,7 @@ export function parseModelInferRequest(bytes: Buffer, memory?: ArrayBuffer): Mod
  */
 export function decodeGrpcInfer(
   msg: ModelInferRequestMessage,
-  model: Model,
+  model: ModelView,
   cancellation: Cancellation,
   deadline?: number,
   sharedMemory?: SharedMemoryManager,
@@ -170,7 +170,7 @@ function shmTargetIn(params: InferParameterMap | undefined, what: string): ShmTa
  * memory, classification); undefined when none did. Checked when the request is decoded, so a bad region
  * fails the request before it runs.
  */
-export function grpcOutputHandling(msg: ModelInferRequestMessage, model: Model, sharedMemory: SharedMemoryManager): Map<string, OutputHandling> | undefined {
+export function grpcOutputHandling(msg: ModelInferRequestMessage, model: ModelView, sharedMemory: SharedMemoryManager): Map<string, OutputHandling> | undefined {
   let handling: Map<string, OutputHandling> | undefined;
   for (const o of msg.outputs ?? []) {
     const params = o.parameters;

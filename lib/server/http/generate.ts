@@ -2,7 +2,7 @@ import type * as http from 'node:http';
 import { Cancellation } from '../../cancellation';
 import { TritonError, toTritonError } from '../../errors';
 import type { InferenceRequest, InferenceResponse, NamedTensor } from '../../model/inference';
-import type { Model } from '../../model/model';
+import type { ModelView } from '../../model/model-view';
 import { decodeJsonData, encodeJsonData } from '../../tensor/json-codec';
 import { decodeUtf8, parseJson } from '../../tensor/lossless-json';
 import type { InferCall } from '../infer-entry';
@@ -74,7 +74,7 @@ export function drained(res: http.ServerResponse): Promise<void> {
 }
 
 /** Turns a generate body into an inference request, fitting each input's values to its shape. */
-export function decodeGenerate(text: string, model: Model, maxDepth: number, cancellation: Cancellation): InferenceRequest {
+export function decodeGenerate(text: string, model: ModelView, maxDepth: number, cancellation: Cancellation): InferenceRequest {
   const body = parseJson(text, maxDepth);
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new TritonError('INVALID_ARGUMENT', 'the generate request must be a JSON object');
   return generateRequest(body as Record<string, unknown>, model, cancellation);
@@ -87,7 +87,7 @@ export function decodeGenerate(text: string, model: Model, maxDepth: number, can
  */
 export function generateRequest(
   fields: Readonly<Record<string, unknown>>,
-  model: Model,
+  model: ModelView,
   cancellation: Cancellation,
   inputError: (input: string, err: unknown) => unknown = (_input, err) => err,
 ): InferenceRequest {

@@ -85,9 +85,9 @@ export class HttpServer implements Transport {
     ({ server: this.server, connections: this.connections } = createNodeHttpServer(core.config, handler));
   }
 
-  /** Starts listening; resolves with the bound port. */
-  listen(port: number, host: string): Promise<number> {
-    return listenOn(this.server, port, host);
+  /** Starts listening; resolves with the bound port. With `reusePort`, other threads may listen on it too. */
+  listen(port: number, host: string, reusePort = false): Promise<number> {
+    return listenOn(this.server, port, host, reusePort);
   }
 
   /** Starts listening on its port (`httpPort`, or `openaiPort`) and the HTTP address; resolves with the bound port. */

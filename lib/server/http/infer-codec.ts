@@ -3,7 +3,7 @@ import type { RequestMemory } from '../../tensor/buffer-pool';
 import type { Cancellation } from '../../cancellation';
 import { TritonError, invalidArgument } from '../../errors';
 import type { InferenceRequest, InferenceResponse, NamedTensor } from '../../model/inference';
-import type { Model } from '../../model/model';
+import type { ModelView } from '../../model/model-view';
 import { decodeBinary, encodeBinary } from '../../tensor/binary-codec';
 import { DTYPES, isDataType } from '../../tensor/dtype';
 import { decodeJsonData, encodeJsonData, encodeJsonDataBytes } from '../../tensor/json-codec';
@@ -33,7 +33,7 @@ export interface DecodedHttpInfer {
 export function decodeHttpInfer(
   body: Buffer,
   headerLength: number | null,
-  model: Model,
+  model: ModelView,
   maxDepth: number,
   cancellation: Cancellation,
   movableBuffer?: ArrayBufferLike,
@@ -140,7 +140,7 @@ export function decodeHttpInfer(
 }
 
 /** Raw binary request (header length 0): the whole body is the single input's data, batch 1. */
-function decodeRawBinary(body: Buffer, model: Model, cancellation: Cancellation): DecodedHttpInfer {
+function decodeRawBinary(body: Buffer, model: ModelView, cancellation: Cancellation): DecodedHttpInfer {
   const [spec, ...rest] = model.inputs;
   if (!spec || rest.length > 0) {
     throw invalidArgument(`raw binary request requires model '${model.name}' to have exactly one input, it has ${model.inputs.length}`);

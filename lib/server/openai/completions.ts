@@ -2,7 +2,7 @@ import type * as http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { cancelledError, type Cancellation } from '../../cancellation';
 import { chatTemplateOf } from '../../model/chat-template';
-import type { Model } from '../../model/model';
+import type { ModelView } from '../../model/model-view';
 import { drained } from '../http/generate';
 import type { InferCall } from '../infer-entry';
 import type { ServerCore } from '../server-core';
@@ -17,7 +17,7 @@ interface CompletionKind {
   readonly object: string;
   readonly chunkObject: string;
   /** The prompt of the request, and the text to put before the generated text (a completion's `echo`). */
-  prompt(model: Model, body: Body): { prompt: string; echo: string };
+  prompt(model: ModelView, body: Body): { prompt: string; echo: string };
   /** A whole choice, non-streaming. */
   choice(text: string, finishReason: string): Record<string, unknown>;
   /** A streamed choice: a piece of text, or the end with its finish reason. */

@@ -2,7 +2,7 @@ import type * as http from 'node:http';
 import type { Cancellation } from '../../cancellation';
 import { TritonError } from '../../errors';
 import type { NamedTensorSpec } from '../../config/tensor-spec';
-import type { Model } from '../../model/model';
+import type { ModelView } from '../../model/model-view';
 import { encodeJsonData } from '../../tensor/json-codec';
 import { generateRequest } from '../http/generate';
 import type { InferenceResponse } from '../../model/inference';
@@ -44,7 +44,7 @@ export async function handleEmbeddings(core: ServerCore, body: Body, res: http.S
     if (tensor?.dtype !== 'FP32') throw new TritonError('INFERENCE_FAILED', `model '${name}' returned no FP32 output '${output?.name ?? ''}'`);
     const vector = tensor.data as Float32Array;
     if (request.dimensions !== undefined && request.dimensions !== vector.length) {
-      throw invalidParam('dimensions', `Model '${name}' returns ${vector.length} dimensions, not ${request.dimensions}.`, 'unsupported_value');
+      throw invalidParam('dimensions', `ModelView '${name}' returns ${vector.length} dimensions, not ${request.dimensions}.`, 'unsupported_value');
     }
     const tokens = reportedCount(response, PROMPT_TOKENS);
     if (tokens !== undefined) promptTokens = (promptTokens ?? 0) + tokens;
@@ -62,7 +62,7 @@ export async function handleEmbeddings(core: ServerCore, body: Body, res: http.S
 }
 
 /** The text input and embedding output of `model`, or a 400 saying what it lacks. */
-function embeddingSpecs(model: Model): { input: NamedTensorSpec; output: NamedTensorSpec } {
+function embeddingSpecs(model: ModelView): { input: NamedTensorSpec; output: NamedTensorSpec } {
   const texts = model.inputs.filter((s) => s.dtype === 'BYTES');
   const input = texts.find((s) => s.name === TEXT_INPUT) ?? (texts.length === 1 ? texts[0] : undefined);
   const floats = model.outputs.filter((s) => s.dtype === 'FP32');

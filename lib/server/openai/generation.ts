@@ -1,7 +1,7 @@
 import type { Cancellation } from '../../cancellation';
 import { TritonError } from '../../errors';
 import type { InferenceRequest, InferenceResponse, NamedTensor } from '../../model/inference';
-import type { Model } from '../../model/model';
+import type { ModelView } from '../../model/model-view';
 import { generateRequest } from '../http/generate';
 import type { InferCall } from '../infer-entry';
 import { pullResponses } from '../pull-responses';
@@ -42,7 +42,7 @@ export interface Usage {
 }
 
 /** Checks that `model` can generate text: a BYTES `text_input` input and a BYTES `text_output` output. */
-export function checkTextModel(model: Model): void {
+export function checkTextModel(model: ModelView): void {
   const input = model.inputs.find((s) => s.name === TEXT_INPUT);
   const output = model.outputs.find((s) => s.name === TEXT_OUTPUT);
   if (input?.dtype !== 'BYTES' || output?.dtype !== 'BYTES') {
@@ -51,7 +51,7 @@ export function checkTextModel(model: Model): void {
 }
 
 /** The inference request of a prompt: Triton's generate mapping of `text_input`, `stream` and the sampling fields. */
-export function generationRequest(model: Model, prompt: string, sampling: Sampling, cancellation: Cancellation): InferenceRequest {
+export function generationRequest(model: ModelView, prompt: string, sampling: Sampling, cancellation: Cancellation): InferenceRequest {
   const inputs = new Set(model.inputs.map((s) => s.name));
   const fields: Record<string, unknown> = { [TEXT_INPUT]: prompt, stream: sampling.stream };
   /** The request field of each input a sampling field fills. */

@@ -3,7 +3,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { Cancellation } from '../../cancellation';
 import { TritonError } from '../../errors';
 import type { Logger } from '../../logger';
-import type { Model } from '../../model/model';
+import type { ModelView } from '../../model/model-view';
 import { readBody } from '../http/body';
 import { decodeSegment } from '../http/request-target';
 import { httpRestrictedError, type ApiGroup, type RestrictedApis } from '../restricted-api';
@@ -112,14 +112,14 @@ export class OpenAiFrontend {
   }
 
   /** The ready models, one entry per name. */
-  private models(): Model[] {
-    const byName = new Map<string, Model>();
+  private models(): ModelView[] {
+    const byName = new Map<string, ModelView>();
     for (const m of this.core.repository.all()) if (m.ready && !byName.has(m.name)) byName.set(m.name, m);
     return [...byName.values()].sort((a, b) => a.name.localeCompare(b.name));
   }
 
   /** The model a request names (its latest version); OpenAI's 404 when there is none. */
-  private model(name: string): Model {
+  private model(name: string): ModelView {
     if (!this.core.repository.has(name)) throw unknownModel(name);
     return this.core.repository.get(name);
   }

@@ -1,0 +1,29 @@
+import type { ModelConfigJson } from '../config/triton-model-config';
+import type { ModelMetadata } from '../protocol/model-metadata';
+import type { NamedTensorSpec } from '../config/tensor-spec';
+
+/**
+ * What a transport may know of a model: its name, version and tensor specs (to decode a request and encode its
+ * response), the two config facts that shape the wire (batching, decoupled), and what the metadata, config and
+ * ready endpoints report. A `Model` is one; a front-end thread holds a copy of the core thread's.
+ */
+export interface ModelView {
+  readonly name: string;
+  readonly version: string;
+  readonly inputs: readonly NamedTensorSpec[];
+  readonly outputs: readonly NamedTensorSpec[];
+  readonly config: { readonly effectiveMaxBatchSize: number; readonly decoupled: boolean };
+  readonly ready: boolean;
+  readonly configJson: ModelConfigJson;
+  readonly metadata: ModelMetadata;
+}
+
+/** The models as a transport finds them (the server's `ModelRepository`, or a front-end thread's view of it). */
+export interface ModelLookup {
+  /** The model of a name and version (the highest when none is given); MODEL_NOT_FOUND otherwise. */
+  get(name: string, version?: string): ModelView;
+  has(name: string): boolean;
+  all(): readonly ModelView[];
+  /** The metadata of a model version, listing every ready version of its name. */
+  metadataOf(name: string, version?: string): ModelMetadata;
+}

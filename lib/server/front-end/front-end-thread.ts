@@ -1,0 +1,84 @@
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
+import { TritonConfig, type TritonConfigInit } from '../../config/triton-config';
+import { TritonError } from '../../errors';
+import { createLogger } from '../../logger';
+import { GrpcServer } from '../grpc/grpc-server';
+import { HttpServer } from '../http/http-server';
+import type { FromFrontEnd, Phase, Ports, ToFrontEnd } from './messages';
+import { RemoteCore } from './remote-core';
+import { packError, SyncCaller } from './sync-call';
+
+/** What a front-end thread starts with. */
+export interface FrontEndInit {
+  /** The server's settings, as plain data. */
+  readonly config: TritonConfigInit;
+  /** Its own channel for synchronous calls to the core thread, and the flag it sleeps on. */
+  readonly syncPort: MessagePort;
+  readonly syncFlag: SharedArrayBuffer;
+  /** Change counters the core thread bumps (see `MODELS_CHANGED`). */
+  readonly counters: SharedArrayBuffer;
+}
+
+/**
+ * A front-end thread: the server's HTTP (with the OpenAI API), gRPC and OpenAI-port transports over a `RemoteCore`, listening
+ * on the ports it is told to, beside the other front-end threads on the same ports. The core thread drives it
+ * through the steps of a stop.
+ */
+function main(port: MessagePort, init: FrontEndInit): void {
+  const config = new TritonConfig(init.config);
+  const logger = createLogger(config.logLevel);
+  const core = new RemoteCore(config, new SyncCaller(init.syncPort, init.syncFlag), port, init.counters, logger);
+  const http = config.allowHttp ? new HttpServer(core, logger) : undefined;
+  const grpc = config.allowGrpc ? new GrpcServer(core, logger) : undefined;
+  const openai = config.openai && config.openaiPort >= 0 ? new HttpServer(core, logger, { routes: 'openai' }) : undefined;
+  const post = (m: FromFrontEnd) => port.postMessage(m);
+
+  const listen = async (ports: Ports, reusePort: boolean): Promise<Ports> => ({
+    http: http && ports.http !== undefined ? await http.listen(ports.http, config.httpAddress, reusePort) : undefined,
+    grpc: grpc && ports.grpc !== undefined ? await grpc.listen(ports.grpc, reusePort) : undefined,
+    openai: openai && ports.openai !== undefined ? await openai.listen(ports.openai, config.httpAddress, reusePort) : undefined,
+  });
+
+  const phase = async (step: Phase): Promise<void> => {
+    if (step === 'drain') {
+      http?.drain();
+      openai?.drain();
+      return;
+    }
+    if (step === 'stopAccepting') {
+      await Promise.all([http?.stopAccepting(), openai?.stopAccepting(), grpc?.stopAccepting()]);
+      return;
+    }
+    await Promise.all([http?.forceClose(), openai?.forceClose(), grpc?.forceClose()]);
+    core.failAll(new TritonError('UNAVAILABLE', 'Server stopped before the request finished'));
+    core.sharedMemory.closeAll();
+  };
+
+  port.on('message', (message: ToFrontEnd) => {
+    switch (message.t) {
+      case 'results':
+        core.results(message.items);
+        return;
+      case 'called':
+        core.called(message.id, message.error as never);
+        return;
+      case 'listen':
+        listen(message.ports, message.reusePort).then(
+          (ports) => post({ t: 'listening', ports }),
+          (err: unknown) => post({ t: 'failed', error: packError(err) }),
+        );
+        return;
+      case 'phase':
+        phase(message.phase).then(
+          () => post({ t: 'done', phase: message.phase }),
+          (err: unknown) => {
+            logger.error({ err, phase: message.phase }, 'front-end thread failed to stop in order');
+            post({ t: 'done', phase: message.phase });
+          },
+        );
+        return;
+    }
+  });
+}
+
+if (parentPort) main(parentPort, workerData as FrontEndInit);

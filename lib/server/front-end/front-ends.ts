@@ -1,0 +1,343 @@
+import { availableParallelism } from 'node:os';
+import { extname, join } from 'node:path';
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import { Cancellation } from '../../cancellation';
+import type { TritonConfig, TritonConfigInit } from '../../config/triton-config';
+import { TritonError } from '../../errors';
+import type { Logger } from '../../logger';
+import { chatTemplateOf, type ChatMessage } from '../../model/chat-template';
+import type { InferenceRequest } from '../../model/inference';
+import type { Model } from '../../model/model';
+import type { ModelRepository } from '../../model/model-repository';
+import type { InferCall } from '../infer-entry';
+import type { ServerCore, Transport } from '../server-core';
+import type { FrontEndInit } from './front-end-thread';
+import { packResponse, type FromFrontEnd, type InferItem, type Phase, type Ports, type ResultItem, type ToFrontEnd } from './messages';
+import { MODELS_CHANGED, REGIONS_CHANGED, type ModelShape } from './remote-core';
+import { packError, serveSyncCalls } from './sync-call';
+
+/** The most front-end threads `httpThreadCount: 0` picks. */
+const MAX_AUTO_THREADS = 8;
+
+/**
+ * How many front-end threads a server runs: `httpThreadCount`, or for 0 one per core beyond the core thread's
+ * own, at most 8 (one on a machine of one or two cores: the ports are then served on the core thread).
+ */
+export function frontEndThreadCount(config: TritonConfig, cores = availableParallelism()): number {
+  if (config.httpThreadCount > 0) return config.httpThreadCount;
+  return Math.max(1, Math.min(MAX_AUTO_THREADS, cores - 1));
+}
+
+/** Whether this Node can listen on one port from several threads (`reusePort`: Node 22.12+, 23.1+, Linux and others). */
+export function reusePortSupported(version = process.versions.node, platform = process.platform): boolean {
+  const [major = 0, minor = 0] = version.split('.').map(Number);
+  const node = major > 23 || (major === 23 && minor >= 1) || (major === 22 && minor >= 12);
+  // SO_REUSEPORT spreads connections over the listeners on Linux, FreeBSD and the others Node supports it on,
+  // but not on Windows, macOS or AIX.
+  return node && platform !== 'win32' && platform !== 'darwin' && platform !== 'aix';
+}
+
+/** A request a front-end thread handed over, while the core runs it. */
+interface Live {
+  readonly cancellation: Cancellation;
+  /** Releases a decoupled model's next response once the thread has written this one. */
+  taken?: () => void;
+}
+
+/** One front-end thread, as the core thread drives it. */
+class FrontEndThread {
+  readonly live = new Map<number, Live>();
+  private results: ResultItem[] = [];
+  private transfer: ArrayBuffer[] = [];
+  private flushing = false;
+  private readonly waiting = new Map<string, (message: FromFrontEnd | undefined) => void>();
+  exited = false;
+
+  constructor(
+    readonly index: number,
+    readonly worker: Worker,
+    readonly syncPort: MessagePort,
+  ) {
+    worker.on('exit', () => {
+      this.exited = true;
+      for (const resolve of this.waiting.values()) resolve(undefined);
+      this.waiting.clear();
+    });
+  }
+
+  send(message: ToFrontEnd): void {
+    if (!this.exited) this.worker.postMessage(message);
+  }
+
+  /** Queues a result; what a turn of the event loop produced goes in one message. */
+  result(item: ResultItem, transfer?: ArrayBuffer[]): void {
+    this.results.push(item);
+    if (transfer) for (const b of transfer) this.transfer.push(b);
+    if (this.flushing) return;
+    this.flushing = true;
+    setImmediate(() => {
+      this.flushing = false;
+      const items = this.results;
+      const moved = this.transfer;
+      this.results = [];
+      this.transfer = [];
+      if (!this.exited) this.worker.postMessage({ t: 'results', items } satisfies ToFrontEnd, moved);
+    });
+  }
+
+  /** Resolves with the thread's answer of kind `t` (undefined if it exits first). */
+  answer(t: 'listening' | 'done'): Promise<FromFrontEnd | undefined> {
+    if (this.exited) return Promise.resolve(undefined);
+    return new Promise((resolve) => this.waiting.set(t, resolve));
+  }
+
+  answered(t: string, message: FromFrontEnd): void {
+    const resolve = this.waiting.get(t);
+    this.waiting.delete(t);
+    resolve?.(message);
+  }
+}
+
+/** What the front-end threads need of the server beyond `ServerCore`: its models themselves. */
+export interface FrontEndHost {
+  readonly core: ServerCore;
+  readonly repository: ModelRepository;
+  readonly config: TritonConfig;
+  readonly logger: Logger;
+}
+
+/**
+ * The server's front ends on N threads (`httpThreadCount`): each thread listens on the HTTP and gRPC ports beside
+ * the others (`reusePort`), parses, decodes, encodes and writes; this side, on the core thread, runs what they hand
+ * over through the core's one entry and answers their synchronous questions. `transports()` gives the server the
+ * `http` and `grpc` transports it starts and stops in order.
+ */
+export class FrontEnds {
+  private readonly threads: FrontEndThread[] = [];
+  private readonly counters = new SharedArrayBuffer(8);
+  private readonly changes = new Int32Array(this.counters);
+  private started: Promise<Ports> | undefined;
+  private readonly phases = new Map<Phase, Promise<void>>();
+  private stopping = false;
+
+  constructor(
+    private readonly host: FrontEndHost,
+    readonly count: number,
+  ) {
+    host.repository.onChange(() => Atomics.add(this.changes, MODELS_CHANGED, 1));
+  }
+
+  /** The `http`, `openai` and `grpc` transports, all served by the same threads. */
+  transports(): Transport[] {
+    const { config } = this.host;
+    const facade = (name: keyof Ports): Transport => ({
+      name,
+      start: () => this.start().then((ports) => ports[name] as number),
+      drain: () => void this.phase('drain'),
+      stopAccepting: () => this.phase('stopAccepting'),
+      forceClose: () => this.phase('forceClose'),
+    });
+    const names: (keyof Ports)[] = [];
+    if (config.allowHttp) names.push('http');
+    if (config.openai && config.openaiPort >= 0) names.push('openai');
+    if (config.allowGrpc) names.push('grpc');
+    return names.map(facade);
+  }
+
+  private start(): Promise<Ports> {
+    this.started ??= this.spawnAll();
+    return this.started;
+  }
+
+  private async spawnAll(): Promise<Ports> {
+    const { config } = this.host;
+    const wanted: Ports = {
+      http: config.allowHttp ? config.httpPort : undefined,
+      grpc: config.allowGrpc ? config.grpcPort : undefined,
+      openai: config.openai && config.openaiPort >= 0 ? config.openaiPort : undefined,
+    };
+    // The first thread binds the ports (0 picks free ones); the others then listen on the same ones.
+    const first = this.spawn(0);
+    const ports = await this.listen(first, wanted);
+    await Promise.all(Array.from({ length: this.count - 1 }, (_, i) => this.listen(this.spawn(i + 1), ports)));
+    this.host.logger.info({ threads: this.count, ports }, 'front-end threads listening');
+    return ports;
+  }
+
+  private async listen(thread: FrontEndThread, ports: Ports): Promise<Ports> {
+    const answer = thread.answer('listening');
+    thread.send({ t: 'listen', ports, reusePort: true });
+    const message = await answer;
+    if (message?.t === 'listening') return message.ports;
+    const why = message?.t === 'failed' ? message.error.message : 'the thread ended before it listened';
+    throw new TritonError('INTERNAL', `front-end thread ${thread.index} could not listen: ${why}`);
+  }
+
+  private spawn(index: number): FrontEndThread {
+    const { port1, port2 } = new MessageChannel();
+    const syncFlag = new SharedArrayBuffer(4);
+    const init: FrontEndInit = { config: configData(this.host.config), syncPort: port2, syncFlag, counters: this.counters };
+    const { filename, execArgv } = threadEntry();
+    const worker = new Worker(filename, { workerData: init, transferList: [port2], execArgv, name: `tstriton-front-end-${index}` } as ConstructorParameters<typeof Worker>[1]);
+    const thread = new FrontEndThread(index, worker, port1);
+    this.threads[index] = thread;
+    serveSyncCalls(port1, syncFlag, this.syncHandlers());
+    port1.unref();
+    worker.on('message', (message: FromFrontEnd) => this.onMessage(thread, message));
+    worker.on('error', (err) => this.host.logger.error({ err, thread: index }, 'front-end thread failed'));
+    worker.on('exit', (code) => this.onExit(thread, code));
+    return thread;
+  }
+
+  /** A thread that ended on its own: what it held is cancelled, and (while serving) a new one takes its place. */
+  private onExit(thread: FrontEndThread, code: number): void {
+    thread.syncPort.close();
+    for (const live of thread.live.values()) live.cancellation.abort(new TritonError('UNAVAILABLE', 'the front-end thread of this request ended'));
+    thread.live.clear();
+    if (this.stopping || this.threads[thread.index] !== thread) return;
+    this.host.logger.error({ thread: thread.index, code }, 'front-end thread ended: starting another');
+    void this.started?.then((ports) => this.listen(this.spawn(thread.index), ports)).catch((err: unknown) => this.host.logger.error({ err }, 'front-end thread could not be replaced'));
+  }
+
+  private onMessage(thread: FrontEndThread, message: FromFrontEnd): void {
+    switch (message.t) {
+      case 'infer':
+        for (const item of message.items) this.infer(thread, item);
+        return;
+      case 'cancel':
+        thread.live.get(message.id)?.cancellation.abort();
+        return;
+      case 'taken': {
+        const live = thread.live.get(message.id);
+        const taken = live?.taken;
+        if (live) live.taken = undefined;
+        taken?.();
+        return;
+      }
+      case 'call':
+        this.call(message.method, message.args).then(
+          () => thread.send({ t: 'called', id: message.id }),
+          (err: unknown) => thread.send({ t: 'called', id: message.id, error: packError(err) }),
+        );
+        return;
+      case 'listening':
+      case 'failed':
+        thread.answered('listening', message);
+        return;
+      case 'done':
+        thread.answered('done', message);
+        return;
+    }
+  }
+
+  /** Runs a request a thread handed over through the core's entry; its responses and its end go back to it. */
+  private infer(thread: FrontEndThread, item: InferItem): void {
+    const cancellation = new Cancellation();
+    const live: Live = { cancellation };
+    thread.live.set(item.id, live);
+    const request = { ...item.request, cancellation } as InferenceRequest;
+    const call: InferCall = {
+      modelName: item.modelName,
+      modelVersion: item.modelVersion,
+      protocol: item.protocol,
+      unaryEndpoint: item.unaryEndpoint,
+      headers: item.headers,
+      decode: () => request,
+    };
+    const sink = (response: Parameters<typeof packResponse>[0], final: boolean): void | Promise<void> => {
+      const transfer: ArrayBuffer[] = [];
+      thread.result({ id: item.id, response: packResponse(response, transfer), final }, transfer);
+      if (!final) return new Promise<void>((resolve) => (live.taken = resolve));
+    };
+    this.host.core.inferAsync(call, sink).then(
+      () => thread.live.delete(item.id),
+      (err: unknown) => {
+        thread.live.delete(item.id);
+        thread.result({ id: item.id, error: packError(err) });
+      },
+    );
+  }
+
+  private call(method: 'loadModel' | 'unloadModel', args: readonly unknown[]): Promise<void> {
+    const { core } = this.host;
+    return method === 'loadModel' ? core.loadModel(...(args as Parameters<ServerCore['loadModel']>)) : core.unloadModel(...(args as Parameters<ServerCore['unloadModel']>));
+  }
+
+  /** The synchronous questions a front-end thread asks, answered from the core's own state. */
+  private syncHandlers(): Readonly<Record<string, (...args: never[]) => unknown>> {
+    const { core, repository } = this.host;
+    const regionsChanged = () => Atomics.add(this.changes, REGIONS_CHANGED, 1);
+    return {
+      isLive: () => core.isLive(),
+      isReady: () => core.isReady(),
+      metadata: () => core.metadata(),
+      modelStatistics: (name?: string, version?: string) => core.modelStatistics(name, version),
+      repositoryIndex: (readyOnly?: boolean) => core.repositoryIndex(readyOnly),
+      traceSettings: (model?: string, update?: Readonly<Record<string, unknown>>) => core.traceSettings(model, update),
+      logSettings: (update?: Readonly<Record<string, unknown>>) => core.logSettings(update),
+      shape: (name: string, version?: string) => shapeOf(repository.get(name, version)),
+      all: () => repository.all().map(shapeOf),
+      has: (name: string) => repository.has(name),
+      ready: (name: string, version: string) => repository.get(name, version).ready,
+      configJson: (name: string, version: string) => repository.get(name, version).configJson,
+      metadataOf: (name: string, version?: string) => repository.metadataOf(name, version),
+      chatPrompt: (name: string, version: string, messages: readonly ChatMessage[]) => chatTemplateOf(repository.get(name, version))(messages),
+      shmRegister: (name: string, key: string, offset: number, byteSize: number) => {
+        core.sharedMemory.register(name, key, offset, byteSize);
+        regionsChanged();
+      },
+      shmUnregister: (name?: string) => {
+        core.sharedMemory.unregister(name);
+        regionsChanged();
+      },
+      shmStatus: (name?: string) => core.sharedMemory.status(name),
+    };
+  }
+
+  /** One step of the stop, taken by every thread; the second call of a step waits on the first. */
+  private phase(step: Phase): Promise<void> {
+    this.stopping = true;
+    let running = this.phases.get(step);
+    if (running === undefined) {
+      running = this.runPhase(step);
+      this.phases.set(step, running);
+    }
+    return running;
+  }
+
+  private async runPhase(step: Phase): Promise<void> {
+    if (this.started) await this.started.catch(() => undefined);
+    await Promise.all(
+      this.threads.map((thread) => {
+        const done = thread.answer('done');
+        thread.send({ t: 'phase', phase: step });
+        return done;
+      }),
+    );
+    if (step === 'forceClose') await Promise.all(this.threads.map((t) => t.worker.terminate()));
+  }
+}
+
+/** A model's shape, as a front-end thread keeps it. */
+function shapeOf(model: Model): ModelShape {
+  const { name, version, inputs, outputs, config } = model;
+  return { name, version, inputs, outputs, config: { effectiveMaxBatchSize: config.effectiveMaxBatchSize, decoupled: config.decoupled } };
+}
+
+/** The settings as plain data (what crosses to a thread). */
+function configData(config: TritonConfig): TritonConfigInit {
+  const data: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(config)) if (typeof value !== 'function' && value !== undefined) data[key] = value;
+  return data as TritonConfigInit;
+}
+
+/**
+ * The thread's entry: compiled `front-end-thread.js` beside this file in dist/; when this file runs as
+ * TypeScript source (jest, ts tooling), the thread loads the `.ts` file with a TypeScript hook preloaded.
+ */
+function threadEntry(): { filename: string; execArgv: string[] | undefined } {
+  const ext = extname(__filename);
+  const filename = join(__dirname, `front-end-thread${ext}`);
+  if (ext !== '.ts') return { filename, execArgv: undefined };
+  return { filename, execArgv: [...process.execArgv, '--require', join(__dirname, '..', '..', 'instances', 'worker', 'register-ts.js')] };
+}

@@ -1,0 +1,120 @@
+import { isMarkedAsUntransferable } from 'node:worker_threads';
+import type { InferenceRequest, InferenceResponse } from '../../model/inference';
+import type { NamedTensor } from '../../model/inference';
+import type { Protocol } from '../infer-entry';
+import type { PackedError } from './sync-call';
+
+/** Header or metadata values a front-end thread sends with a request: the forwarded ones and trace context. */
+export type PackedHeaders = Readonly<Record<string, string | string[] | Buffer | undefined>>;
+
+/** An inference request as it crosses from a front-end thread to the core thread: decoded, without its cancellation. */
+export type PackedRequest = Omit<InferenceRequest, 'cancellation' | 'memory'>;
+
+/** One request a front-end thread hands to the core. */
+export interface InferItem {
+  readonly id: number;
+  readonly modelName: string;
+  readonly modelVersion: string | undefined;
+  readonly protocol: Protocol | undefined;
+  readonly unaryEndpoint: string | undefined;
+  readonly headers: PackedHeaders | undefined;
+  readonly request: PackedRequest;
+}
+
+/** A response, or the error that ends a request, on its way back to the front-end thread. */
+export type ResultItem =
+  | { readonly id: number; readonly response: PackedResponse; readonly final: boolean }
+  | { readonly id: number; readonly error: PackedError };
+
+export type PackedResponse = Omit<InferenceResponse, 'span'>;
+
+/** What a front-end thread posts to the core thread. */
+export type FromFrontEnd =
+  | { readonly t: 'listening'; readonly ports: Ports }
+  | { readonly t: 'failed'; readonly error: PackedError }
+  | { readonly t: 'infer'; readonly items: readonly InferItem[] }
+  /** The client went away: the request's cancellation fires in the core. */
+  | { readonly t: 'cancel'; readonly id: number }
+  /** A response that was not the last one has been written (a decoupled stream's flow control). */
+  | { readonly t: 'taken'; readonly id: number }
+  | { readonly t: 'call'; readonly id: number; readonly method: 'loadModel' | 'unloadModel'; readonly args: readonly unknown[] }
+  | { readonly t: 'done'; readonly phase: Phase };
+
+/** What the core thread posts to a front-end thread. */
+export type ToFrontEnd =
+  | { readonly t: 'listen'; readonly ports: Ports; readonly reusePort: boolean }
+  | { readonly t: 'results'; readonly items: readonly ResultItem[] }
+  | { readonly t: 'called'; readonly id: number; readonly error?: PackedError }
+  | { readonly t: 'phase'; readonly phase: Phase };
+
+/** The ports a front-end thread serves (undefined: that transport is off). */
+export interface Ports {
+  readonly http?: number;
+  readonly grpc?: number;
+  /** The OpenAI API's own port (`openaiPort`), when it has one. */
+  readonly openai?: number;
+}
+
+/** The steps of a stop, as `Transport` names them. */
+export type Phase = 'drain' | 'stopAccepting' | 'forceClose';
+
+/**
+ * The request without what stays on its thread (its cancellation, its pooled memory), its tensors' bytes moved
+ * rather than copied where they are the request's own: the body the transport assembled for it (`movableBuffer`),
+ * or a buffer no one else can hold. A tensor that is a window on a larger shared buffer is copied out first, so
+ * that the message carries its bytes and not the whole buffer.
+ */
+export function packRequest(request: InferenceRequest, transfer: ArrayBuffer[]): PackedRequest {
+  const { cancellation: _c, memory: _m, movableBuffer, ...rest } = request;
+  const owned = new Set<ArrayBufferLike>();
+  if (movableBuffer && request.memory === undefined && canMove(movableBuffer)) owned.add(movableBuffer);
+  const inputs = request.inputs.map((input) => moveTensor(input, owned));
+  for (const b of owned) transfer.push(b as ArrayBuffer);
+  return { ...rest, inputs, movableBuffer: movableBuffer && owned.has(movableBuffer) ? movableBuffer : undefined };
+}
+
+/** A response's outputs, each tensor's bytes copied out of buffers the core may still use (a batch, the cache). */
+export function packResponse(response: InferenceResponse, transfer: ArrayBuffer[]): PackedResponse {
+  const { span: _s, ...rest } = response;
+  const outputs = response.outputs.map((output) => copyTensor(output, transfer));
+  return { ...rest, outputs };
+}
+
+/** Whether `buffer` can be moved to another thread (not Node's shared pool of small buffers, not shared). */
+function canMove(buffer: ArrayBufferLike): boolean {
+  return buffer instanceof ArrayBuffer && !isMarkedAsUntransferable(buffer) && buffer.byteLength > 0;
+}
+
+type Bytes = ArrayBufferView & { readonly buffer: ArrayBufferLike };
+
+/** A copy of a typed array's own elements (a Buffer's `slice` would be a view, so the typed arrays' own is used). */
+const sliceOf = Object.getPrototypeOf(Uint8Array.prototype as object) as { slice: (this: Bytes) => Bytes };
+const copyOf = (view: Bytes): Bytes => sliceOf.slice.call(view);
+
+function moveTensor(named: NamedTensor, owned: Set<ArrayBufferLike>): NamedTensor {
+  const { data } = named.tensor;
+  const move = (view: Bytes): Bytes => {
+    if (owned.has(view.buffer)) return view;
+    // A view on the whole of a buffer that no one else can reach moves as it is; any other is copied out.
+    if (view.byteOffset === 0 && view.byteLength === view.buffer.byteLength && canMove(view.buffer)) {
+      owned.add(view.buffer);
+      return view;
+    }
+    const copy = copyOf(view);
+    owned.add(copy.buffer);
+    return copy;
+  };
+  const moved = Array.isArray(data) ? (data as Bytes[]).map(move) : move(data as unknown as Bytes);
+  return { name: named.name, tensor: { ...named.tensor, data: moved as never } };
+}
+
+function copyTensor(named: NamedTensor, transfer: ArrayBuffer[]): NamedTensor {
+  const { data } = named.tensor;
+  const copy = (view: Bytes): Bytes => {
+    const c = copyOf(view);
+    if (c.byteLength > 0) transfer.push(c.buffer as ArrayBuffer);
+    return c;
+  };
+  const copied = Array.isArray(data) ? (data as Bytes[]).map(copy) : copy(data as unknown as Bytes);
+  return { ...named, tensor: { ...named.tensor, data: copied as never } };
+}

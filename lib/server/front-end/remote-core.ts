@@ -1,0 +1,416 @@
+import type { MessagePort } from 'node:worker_threads';
+import { Cancellation } from '../../cancellation';
+import type { TritonConfig } from '../../config/triton-config';
+import type { ModelConfigJson } from '../../config/triton-model-config';
+import type { NamedTensorSpec } from '../../config/tensor-spec';
+import { updateLogSettings, type LogSettings } from '../../log-settings';
+import type { Logger } from '../../logger';
+import { attachChatTemplate, type ChatMessage } from '../../model/chat-template';
+import type { InferenceRequest, InferenceResponse } from '../../model/inference';
+import type { LoadOverride } from '../../model/model-control';
+import { refuseDecoupled } from '../../model/model';
+import type { ModelLookup, ModelView } from '../../model/model-view';
+import type { ModelMetadata } from '../../protocol/model-metadata';
+import { BufferPool, type BufferLease } from '../../tensor/buffer-pool';
+import type { TraceSettings } from '../../trace';
+import { headerMatcher } from '../forward-headers';
+import type { InferCall, ResponseSink } from '../infer-entry';
+import type { RepositoryIndexEntry, ServerCore, ServerMetadata } from '../server-core';
+import { SharedMemoryManager, type RegionStatus, type ShmTarget } from '../shared-memory';
+import { packRequest, type FromFrontEnd, type InferItem, type PackedHeaders, type ResultItem } from './messages';
+import { unpackError, type SyncCaller } from './sync-call';
+
+/** The part of a model a front-end thread keeps: enough to decode its requests and encode its responses. */
+export interface ModelShape {
+  readonly name: string;
+  readonly version: string;
+  readonly inputs: readonly NamedTensorSpec[];
+  readonly outputs: readonly NamedTensorSpec[];
+  readonly config: { readonly effectiveMaxBatchSize: number; readonly decoupled: boolean };
+}
+
+/** Counters the core thread bumps and every front-end thread reads: [models changed, shared memory changed]. */
+export const MODELS_CHANGED = 0;
+export const REGIONS_CHANGED = 1;
+
+/** A request the core thread holds for this thread, until its final response or its error comes back. */
+interface Pending {
+  readonly sink: ResponseSink;
+  readonly cancellation: Cancellation;
+  readonly onCancel: () => void;
+  resolve(): void;
+  reject(err: Error): void;
+}
+
+/**
+ * The server's core as a front-end thread sees it: the same `ServerCore` the transports use on the core thread,
+ * so HTTP, gRPC and the OpenAI API run here unchanged. Inference requests are decoded here against a copy of
+ * their model's shape, then handed to the core thread with their tensors' bytes moved, several per message; their
+ * responses come back the same way. What a transport reads without waiting (statistics, the index, settings,
+ * readiness) is asked of the core thread synchronously; models, batching, sequences, statistics, model control,
+ * shared-memory registrations and the response cache stay one per server, on the core thread.
+ */
+export class RemoteCore implements ServerCore {
+  readonly repository: RemoteModels;
+  readonly sharedMemory: FrontEndSharedMemory;
+  /** Bodies are not pooled here: a body the transport assembled for one request moves to the core thread whole. */
+  readonly requestBuffers: BufferPool = new UnpooledBuffers();
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private outbox: FromFrontEnd[] = [];
+  private infers: InferItem[] = [];
+  private transfer: ArrayBuffer[] = [];
+  private flushing = false;
+  private readonly forward: Readonly<Record<'HTTP' | 'GRPC', ((name: string) => boolean) | undefined>>;
+  private readonly calls = new Map<number, { resolve(): void; reject(err: Error): void }>();
+  private meta: ServerMetadata | undefined;
+
+  constructor(
+    readonly config: TritonConfig,
+    private readonly sync: SyncCaller,
+    private readonly port: MessagePort,
+    counters: SharedArrayBuffer,
+    private readonly logger: Logger,
+  ) {
+    const changes = new Int32Array(counters);
+    this.repository = new RemoteModels(sync, changes);
+    this.sharedMemory = new FrontEndSharedMemory(config.allowSharedMemory, sync, changes);
+    this.forward = {
+      HTTP: headerMatcher(config.httpHeaderForwardPattern, 'httpHeaderForwardPattern'),
+      GRPC: headerMatcher(config.grpcHeaderForwardPattern, 'grpcHeaderForwardPattern'),
+    };
+  }
+
+  isLive(): boolean {
+    return this.sync.call('isLive');
+  }
+
+  isReady(): boolean {
+    return this.sync.call('isReady');
+  }
+
+  metadata(): ServerMetadata {
+    this.meta ??= this.sync.call<ServerMetadata>('metadata');
+    return this.meta;
+  }
+
+  modelStatistics(name?: string, version?: string): Record<string, unknown>[] {
+    return this.sync.call('modelStatistics', name, version);
+  }
+
+  repositoryIndex(readyOnly?: boolean): RepositoryIndexEntry[] {
+    return this.sync.call('repositoryIndex', readyOnly);
+  }
+
+  traceSettings(model?: string, update?: Readonly<Record<string, unknown>>): TraceSettings {
+    return this.sync.call('traceSettings', model, update);
+  }
+
+  logSettings(update?: Readonly<Record<string, unknown>>): LogSettings {
+    const settings = this.sync.call<LogSettings>('logSettings', update);
+    // This thread logs too: it follows the core's settings.
+    if (update) updateLogSettings(this.logger, { log_verbose_level: settings.log_verbose_level, log_info: settings.log_info, log_warning: settings.log_warning, log_error: settings.log_error });
+    return settings;
+  }
+
+  loadModel(name: string, override?: LoadOverride): Promise<void> {
+    return this.callAsync('loadModel', [name, override]);
+  }
+
+  unloadModel(name: string, unloadDependents?: boolean): Promise<void> {
+    return this.callAsync('unloadModel', [name, unloadDependents]);
+  }
+
+  /**
+   * Decodes the request here against the model's shape, then hands it to the core thread, whose entry runs it
+   * (`InferEntry`); its responses come back to `sink`.
+   */
+  inferAsync(call: InferCall, sink: ResponseSink): Promise<void> {
+    let request: InferenceRequest;
+    try {
+      const model = this.repository.shapeOf(call.modelName, call.modelVersion);
+      if (call.unaryEndpoint !== undefined) refuseDecoupled(model, call.unaryEndpoint);
+      request = call.decode(this.repository.viewOf(model));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const id = this.nextId++;
+    const { cancellation } = request;
+    return new Promise<void>((resolve, reject) => {
+      const onCancel = () => this.post({ t: 'cancel', id });
+      this.pending.set(id, { sink, cancellation, onCancel, resolve, reject });
+      cancellation.listen(onCancel);
+      this.infers.push({
+        id,
+        modelName: call.modelName,
+        modelVersion: call.modelVersion,
+        protocol: call.protocol,
+        unaryEndpoint: call.unaryEndpoint,
+        headers: call.headers && this.headersToSend(call),
+        request: packRequest(request, this.transfer),
+      });
+      this.schedule();
+    });
+  }
+
+  /** The results the core thread sent: each goes to its request's sink, in order. */
+  results(items: readonly ResultItem[]): void {
+    for (const item of items) {
+      const p = this.pending.get(item.id);
+      if (p === undefined) continue;
+      if ('error' in item) {
+        this.settle(item.id, p);
+        p.reject(unpackError(item.error));
+        continue;
+      }
+      const response = item.response as InferenceResponse;
+      if (item.final) this.settle(item.id, p);
+      let taken: void | Promise<void>;
+      try {
+        taken = p.sink(response, item.final);
+      } catch (err) {
+        if (item.final) p.reject(err as Error);
+        else this.fail(item.id, p, err as Error);
+        continue;
+      }
+      if (item.final) {
+        if (taken) taken.then(p.resolve, p.reject);
+        else p.resolve();
+      } else if (taken) {
+        taken.then(
+          () => this.post({ t: 'taken', id: item.id }),
+          (err: Error) => this.fail(item.id, p, err),
+        );
+      } else {
+        this.post({ t: 'taken', id: item.id });
+      }
+    }
+  }
+
+  /** The answer to a load or unload this thread asked for. */
+  called(id: number, error?: { code: never; message: string }): void {
+    const c = this.calls.get(id);
+    if (!c) return;
+    this.calls.delete(id);
+    if (error) c.reject(unpackError(error));
+    else c.resolve();
+  }
+
+  /** Fails every request still waiting on the core thread (this thread is stopping). */
+  failAll(err: Error): void {
+    for (const [id, p] of [...this.pending]) {
+      this.settle(id, p);
+      p.reject(err);
+    }
+  }
+
+  private settle(id: number, p: Pending): void {
+    this.pending.delete(id);
+    p.cancellation.unlisten(p.onCancel);
+  }
+
+  /** A stream whose client cannot take more: the core stops it, and the transport learns why. */
+  private fail(id: number, p: Pending, err: Error): void {
+    this.settle(id, p);
+    this.post({ t: 'cancel', id });
+    p.reject(err);
+  }
+
+  private callAsync(method: 'loadModel' | 'unloadModel', args: unknown[]): Promise<void> {
+    const id = this.nextId++;
+    return new Promise<void>((resolve, reject) => {
+      this.calls.set(id, { resolve, reject });
+      this.post({ t: 'call', id, method, args });
+    });
+  }
+
+  /** Only the headers the core uses: the forwarded ones, and trace context. */
+  private headersToSend(call: InferCall): PackedHeaders | undefined {
+    const headers = call.headers ?? {};
+    const forward = call.protocol === undefined ? undefined : this.forward[call.protocol];
+    let picked: Record<string, PackedHeaders[string]> | undefined;
+    for (const name in headers) {
+      if (name === 'traceparent' || name === 'tracestate' || forward?.(name)) (picked ??= {})[name] = headers[name];
+    }
+    return picked;
+  }
+
+  private post(message: FromFrontEnd): void {
+    this.outbox.push(message);
+    this.schedule();
+  }
+
+  /** What this turn of the event loop produced goes to the core thread in one message. */
+  private schedule(): void {
+    if (this.flushing) return;
+    this.flushing = true;
+    setImmediate(() => this.flush());
+  }
+
+  private flush(): void {
+    this.flushing = false;
+    if (this.infers.length > 0) {
+      const items = this.infers;
+      const transfer = this.transfer;
+      this.infers = [];
+      this.transfer = [];
+      this.port.postMessage({ t: 'infer', items } satisfies FromFrontEnd, transfer);
+    }
+    if (this.outbox.length > 0) {
+      const out = this.outbox;
+      this.outbox = [];
+      for (const m of out) this.port.postMessage(m);
+    }
+  }
+}
+
+/**
+ * The models as this thread finds them: each model's shape is asked of the core thread once and kept until the
+ * core says its models changed (a load, an unload, a new version); readiness, config and metadata are asked each
+ * time, as they are read rarely and change on their own.
+ */
+export class RemoteModels implements ModelLookup {
+  private readonly shapes = new Map<string, ModelShape>();
+  private readonly views = new WeakMap<ModelShape, ModelView>();
+  private seen = 0;
+
+  constructor(
+    private readonly sync: SyncCaller,
+    private readonly changes: Int32Array,
+  ) {}
+
+  /** The shape of a model version (the latest when none is given), or MODEL_NOT_FOUND. */
+  shapeOf(name: string, version: string | undefined): ModelShape {
+    this.fresh();
+    const key = version ? `${name}\0${version}` : name;
+    let shape = this.shapes.get(key);
+    if (shape === undefined) {
+      shape = this.sync.call<ModelShape>('shape', name, version);
+      this.shapes.set(key, shape);
+    }
+    return shape;
+  }
+
+  /** Forgets every shape once the core's models have changed. */
+  private fresh(): void {
+    const now = Atomics.load(this.changes, MODELS_CHANGED);
+    if (now === this.seen) return;
+    this.shapes.clear();
+    this.seen = now;
+  }
+
+  /** The shape with what the endpoints read of the model asked of the core when read. */
+  viewOf(shape: ModelShape): ModelView {
+    let view = this.views.get(shape);
+    if (view === undefined) {
+      const { sync } = this;
+      const { name, version } = shape;
+      view = {
+        ...shape,
+        get ready() {
+          return sync.call<boolean>('ready', name, version);
+        },
+        get configJson() {
+          return sync.call<ModelConfigJson>('configJson', name, version);
+        },
+        get metadata() {
+          return sync.call<ModelMetadata>('metadataOf', name, version);
+        },
+      };
+      attachChatTemplate(view, (messages: readonly ChatMessage[]) => sync.call<string>('chatPrompt', name, version, messages));
+      this.views.set(shape, view);
+    }
+    return view;
+  }
+
+  get(name: string, version?: string): ModelView {
+    return this.viewOf(this.shapeOf(name, version));
+  }
+
+  has(name: string): boolean {
+    return this.sync.call('has', name);
+  }
+
+  all(): readonly ModelView[] {
+    this.fresh();
+    return this.sync.call<ModelShape[]>('all').map((shape) => {
+      const key = `${shape.name}\0${shape.version}`;
+      const known = this.shapes.get(key) ?? shape;
+      this.shapes.set(key, known);
+      return this.viewOf(known);
+    });
+  }
+
+  metadataOf(name: string, version?: string): ModelMetadata {
+    return this.sync.call('metadataOf', name, version);
+  }
+}
+
+/**
+ * Shared-memory regions as this thread uses them: registered, unregistered and listed in the core thread (one
+ * registry per server), read and written here through this thread's own descriptor of each region, opened the
+ * first time a request names it and closed when the core's registrations change.
+ */
+export class FrontEndSharedMemory extends SharedMemoryManager {
+  private readonly opened = new Set<string>();
+  private seen = 0;
+
+  constructor(
+    allowed: boolean,
+    private readonly sync: SyncCaller,
+    private readonly changes: Int32Array,
+  ) {
+    super(allowed);
+  }
+
+  override register(name: string, key: string, offset: number, byteSize: number): void {
+    this.sync.call('shmRegister', name, key, offset, byteSize);
+  }
+
+  override unregister(name?: string): void {
+    this.sync.call('shmUnregister', name);
+  }
+
+  override status(name?: string): RegionStatus[] {
+    return this.sync.call('shmStatus', name);
+  }
+
+  override read(target: ShmTarget, what: string): Buffer {
+    this.open(target.region);
+    return super.read(target, what);
+  }
+
+  override write(target: ShmTarget, data: Uint8Array, output: string): void {
+    this.open(target.region);
+    super.write(target, data, output);
+  }
+
+  override closeAll(): void {
+    this.opened.clear();
+    super.closeAll();
+  }
+
+  private open(name: string): void {
+    const now = Atomics.load(this.changes, REGIONS_CHANGED);
+    if (now !== this.seen) {
+      this.closeAll();
+      this.seen = now;
+    }
+    if (this.opened.has(name)) return;
+    const [region] = this.status(name);
+    if (region === undefined) return;
+    super.register(region.name, region.key, region.offset, region.byte_size);
+    this.opened.add(name);
+  }
+}
+
+/** A pool that pools nothing: every body gets a buffer of its own, which can then move to the core thread. */
+class UnpooledBuffers extends BufferPool {
+  constructor() {
+    super(0);
+  }
+
+  override lease(): BufferLease | undefined {
+    return undefined;
+  }
+}
