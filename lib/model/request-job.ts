@@ -2,7 +2,7 @@ import { MOVABLE_BUFFER, type Request } from '../callable';
 import { REQUEST_MEMORY, type RequestMemory } from '../tensor/buffer-pool';
 import { CANCELLATION, cancelledError, type Cancellation } from '../cancellation';
 import { TritonError } from '../errors';
-import { MAX_TIMER_MS } from '../scheduler/priority-queue';
+import { MAX_TIMER_MS, type QueueTimerOwner } from '../scheduler/priority-queue';
 import type { EnqueueOptions } from '../scheduler/scheduler';
 import type { RequestSpan } from '../trace';
 import type { InferenceRequest } from './inference';
@@ -42,8 +42,11 @@ export class ScheduledRequest implements Request {
  * fires when the client goes away, when the request is cancelled, or at its deadline (the `timeout`
  * parameter, or the transport's deadline), and the cleanup that releases all of it. One object per request
  * (not a bag of closures): it is made on the hot path.
+ *
+ * It keeps the request's one timer. The timer times the deadline, and, while the request waits, the queue
+ * timeout of its queue policy when that comes first (the queue hands it over: `expireQueuedAfter`).
  */
-export class RequestJob implements EnqueueOptions {
+export class RequestJob implements EnqueueOptions, QueueTimerOwner {
   /** Queue placement (the job is its own EnqueueOptions). */
   readonly priority: number | undefined;
   readonly timeoutMicroseconds: number | undefined;
@@ -51,8 +54,16 @@ export class RequestJob implements EnqueueOptions {
   readonly start = performance.now();
   /** The request's OpenTelemetry span, when it is traced. */
   span: RequestSpan | undefined;
+  /** The request's one timer: armed for the deadline, or for the queue timeout while that comes first. */
   private timer: NodeJS.Timeout | undefined;
+  /** The queue's expiry, while the timer is armed for the queue timeout. */
+  private queueExpiry: (() => void) | undefined;
+  /** The deadline in ms from `start`, as the request gave it (a transport's may have passed already). */
+  private readonly timeoutMs: number | undefined;
+  /** When the deadline passes (performance.now()); undefined without a deadline. */
+  private readonly deadlineAt: number | undefined;
   private deadline: Promise<never> | undefined;
+  private missDeadline: ((err: TritonError) => void) | undefined;
   private released = false;
 
   constructor(
@@ -67,15 +78,50 @@ export class RequestJob implements EnqueueOptions {
     this.timeoutMicroseconds = req.timeoutMicroseconds;
     const timeoutMs = req.deadline !== undefined ? req.deadline - Date.now() : req.timeoutMicroseconds ? req.timeoutMicroseconds / 1000 : undefined;
     if (timeoutMs !== undefined && timeoutMs <= MAX_TIMER_MS) {
-      this.deadline = new Promise<never>((_, reject) => {
-        this.timer = setTimeout(() => {
-          // Still queued: the queue's own timeout error. Running: the deadline ends it, and the callable sees the signal.
-          cancellation.abort(new TritonError('UNAVAILABLE', 'Request timeout expired'));
-          reject(new TritonError('DEADLINE_EXCEEDED', `[request id: ${req.id || '<id_unknown>'}] Request timeout expired after ${Math.round(timeoutMs)} ms`));
-        }, Math.max(0, timeoutMs));
-      });
+      this.timeoutMs = timeoutMs;
+      this.deadlineAt = this.start + Math.max(0, timeoutMs);
+      this.deadline = new Promise<never>((_, reject) => (this.missDeadline = reject));
       this.deadline.catch(() => {}); // only raced: never an unhandled rejection
+      this.timer = setTimeout(() => this.fired(), Math.max(0, timeoutMs));
     }
+  }
+
+  /**
+   * Takes the queue timeout over from the queue. A deadline at or before it ends the waiting request first, with
+   * the error of the queue's REJECT: the timer stays on the deadline then.
+   */
+  expireQueuedAfter(ms: number, expire: () => void): void {
+    if (this.deadlineAt !== undefined && this.deadlineAt <= performance.now() + ms) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.queueExpiry = expire;
+    this.timer = setTimeout(() => this.fired(), ms);
+  }
+
+  /** The request left the queue: the timer goes back to the deadline, if the queue timeout had it. */
+  leftQueue(): void {
+    if (!this.queueExpiry) return;
+    this.queueExpiry = undefined;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = this.deadlineAt === undefined ? undefined : setTimeout(() => this.fired(), Math.max(0, this.deadlineAt - performance.now()));
+  }
+
+  private fired(): void {
+    this.timer = undefined;
+    const expire = this.queueExpiry;
+    if (expire) {
+      // The queue timeout: the queue rejects or delays the waiting request. The deadline holds after it.
+      this.queueExpiry = undefined;
+      expire();
+      if (this.deadlineAt === undefined || this.released) return;
+      const left = this.deadlineAt - performance.now();
+      if (left > 0) {
+        this.timer = setTimeout(() => this.fired(), left);
+        return;
+      }
+    }
+    // Still queued: the queue's own timeout error. Running: the deadline ends it, and the callable sees the signal.
+    this.cancellation.abort(new TritonError('UNAVAILABLE', 'Request timeout expired'));
+    this.missDeadline?.(new TritonError('DEADLINE_EXCEEDED', `[request id: ${this.request.id || '<id_unknown>'}] Request timeout expired after ${Math.round(this.timeoutMs ?? 0)} ms`));
   }
 
   /** Races `work` against the request's deadline, if it has one. */
@@ -107,5 +153,7 @@ export class RequestJob implements EnqueueOptions {
     this.released = true;
     this.owner.jobReleased();
     if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.queueExpiry = undefined;
   }
 }

@@ -16,6 +16,20 @@ export interface QueuePolicyOptions {
   timeoutAction?: 'REJECT' | 'DELAY';
 }
 
+/**
+ * The keeper of a request's one timer: a model's RequestJob, which times the request's deadline. The queue hands
+ * it the request's queue timeout instead of arming a second timer for the same request.
+ */
+export interface QueueTimerOwner {
+  /**
+   * Calls `expire` once `ms` have passed, unless the request's deadline comes first (that ends a waiting request
+   * with the error of the queue's REJECT) or `leftQueue` is called before.
+   */
+  expireQueuedAfter(ms: number, expire: () => void): void;
+  /** The request left the queue before its queue timeout: `expire` is not to be called. */
+  leftQueue(): void;
+}
+
 /** A request waiting in the queue. */
 export interface Pending {
   readonly request: Request;
@@ -29,7 +43,9 @@ export interface Pending {
   /** The request's cancellation and the listener this entry added to it while it waits. */
   readonly cancellation: Cancellation;
   onAbort: (() => void) | undefined;
+  /** What times its queue timeout while it waits: the queue's own timer, or the owner of the request's timer. */
   timer: NodeJS.Timeout | undefined;
+  timerOwner: QueueTimerOwner | undefined;
   settled: boolean;
   /** The response stream of a decoupled request. */
   stream?: { fail(err: unknown): void };
@@ -104,8 +120,11 @@ export class PriorityQueue {
     return oldest;
   }
 
-  /** Adds a request at its level; throws UNAVAILABLE when that level is full. */
-  push(p: Pending, priority: number, timeoutOverrideUs: number): void {
+  /**
+   * Adds a request at its level; throws UNAVAILABLE when that level is full. Its queue timeout runs on the
+   * timer of `timerOwner` when it has one, else on a timer of the queue's own.
+   */
+  push(p: Pending, priority: number, timeoutOverrideUs: number, timerOwner?: Partial<QueueTimerOwner>): void {
     const level = priority >= 1 && priority <= this.levels.length ? (this.levels[priority - 1] as Level) : this.defaultLevel;
     const { maxQueueSize, defaultTimeoutMicroseconds, allowTimeoutOverride } = level.policy;
     if (maxQueueSize > 0 && level.queue.length + level.delayed.length >= maxQueueSize) {
@@ -119,11 +138,18 @@ export class PriorityQueue {
     level.queue.push(p);
     this.count++;
     this.rows += p.rows;
-    if (timeoutUs > 0 && timeoutUs / 1000 <= MAX_TIMER_MS) p.timer = setTimeout(() => this.expire(p), timeoutUs / 1000);
+    if (timeoutUs > 0 && timeoutUs / 1000 <= MAX_TIMER_MS) {
+      const expire = () => this.expire(p);
+      if (ownsTimer(timerOwner)) {
+        p.timerOwner = timerOwner;
+        timerOwner.expireQueuedAfter(timeoutUs / 1000, expire);
+      } else p.timer = setTimeout(expire, timeoutUs / 1000);
+    }
   }
 
   private expire(p: Pending): void {
     p.timer = undefined;
+    p.timerOwner = undefined;
     const level = p.level as Level;
     if (p.settled || p.delayed) return;
     if (level.policy.timeoutAction === 'DELAY') {
@@ -195,11 +221,20 @@ export class PriorityQueue {
   private taken(p: Pending): void {
     this.count--;
     this.rows -= p.rows;
+    // Its queue timeout ends here: one put back at the front later (`returnToFront`) waits without it.
     if (p.timer) {
       clearTimeout(p.timer);
       p.timer = undefined;
     }
+    if (p.timerOwner) {
+      p.timerOwner.leftQueue();
+      p.timerOwner = undefined;
+    }
   }
+}
+
+function ownsTimer(o: Partial<QueueTimerOwner> | undefined): o is QueueTimerOwner {
+  return o?.expireQueuedAfter !== undefined && o.leftQueue !== undefined;
 }
 
 function stripUndefined<T extends object>(o: T): Partial<T> {

@@ -2,7 +2,7 @@ import { requestCancelled, TritonError, toTritonError } from '../errors';
 import type { Request, Response } from '../callable';
 import { inService, type Instance } from '../instances/instance';
 import { BatchNotStarted } from '../instances/instance-errors';
-import { PriorityQueue, type QueuePolicyOptions, type Pending } from './priority-queue';
+import { PriorityQueue, type QueuePolicyOptions, type QueueTimerOwner, type Pending } from './priority-queue';
 import { ResponseStream } from './response-stream';
 import { runStreamBatch } from './stream-execution';
 import { executeOn, type ExecutionRecord, type Scheduled } from './execution-record';
@@ -32,8 +32,11 @@ export interface SchedulerOptions {
   priorityQueuePolicy?: Readonly<Record<number, QueuePolicyOptions>>;
 }
 
-/** Per-request placement options. */
-export interface EnqueueOptions {
+/**
+ * Per-request placement options. From an owner of the request's timer (a model's RequestJob, see QueueTimerOwner),
+ * that timer also times the queue timeout: the queue arms none for the request.
+ */
+export interface EnqueueOptions extends Partial<QueueTimerOwner> {
   /** Priority level; 0 or out of range means the default level. */
   priority?: number;
   /** Queue timeout override in µs (applies when the level allows overrides). */
@@ -119,9 +122,9 @@ export class Scheduler<T = Response> {
   ): void {
     const cancellation = request[CANCELLATION];
     if (cancellation.aborted) return reject(cancelledError(cancellation.reason));
-    const entry: Pending = { request, rows, batchKey, enqueuedAt: now(), resolve, reject, cancellation, onAbort: undefined, timer: undefined, settled: false, stream };
+    const entry: Pending = { request, rows, batchKey, enqueuedAt: now(), resolve, reject, cancellation, onAbort: undefined, timer: undefined, timerOwner: undefined, settled: false, stream };
     try {
-      this.queue.push(entry, options.priority ?? 0, options.timeoutMicroseconds ?? 0);
+      this.queue.push(entry, options.priority ?? 0, options.timeoutMicroseconds ?? 0, options);
     } catch (err) {
       return reject(err);
     }
@@ -397,7 +400,6 @@ export class Scheduler<T = Response> {
     if (p.settled) return;
     p.settled = true;
     if (p.onAbort) p.cancellation.unlisten(p.onAbort);
-    if (p.timer) clearTimeout(p.timer);
     if (err !== undefined) p.reject(err);
     else p.resolve(value);
   }

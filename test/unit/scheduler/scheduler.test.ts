@@ -184,6 +184,25 @@ describe('Scheduler', () => {
     jest.useRealTimers();
   });
 
+  it("times a request out of the queue on a timer of the queue's own when nothing else keeps the request's timer", async () => {
+    jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick', 'queueMicrotask'] });
+    const inst = new GatedInstance('i0');
+    const s = new Scheduler([inst], options({ defaultQueuePolicy: { defaultTimeoutMicroseconds: 20_000 } }));
+    const running = s.enqueue(req('running'), 1, 'k');
+    await tick();
+    // Taken before its timeout: its timer went with it.
+    expect(jest.getTimerCount()).toBe(0);
+    const late = s.enqueue(req('late'), 1, 'k').catch((e: unknown) => e);
+    expect(jest.getTimerCount()).toBe(1);
+    jest.advanceTimersByTime(20);
+    expect(await late).toMatchObject({ code: 'UNAVAILABLE', message: 'Request timeout expired' });
+    expect(s.pendingCount).toBe(0);
+    inst.release();
+    await running;
+    expect(inst.batches).toEqual([['running']]);
+    jest.useRealTimers();
+  });
+
   it('removes a cancelled request from the queue and fails it', async () => {
     const inst = new GatedInstance('i0');
     const s = new Scheduler([inst], options());
