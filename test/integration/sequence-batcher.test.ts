@@ -230,21 +230,33 @@ describe('sequence batcher', () => {
         config: { maxBatchSize: 2, sequenceBatching: { oldest: {}, maxSequenceIdleMicroseconds: 100_000, state: [{ inputName: 'S', outputName: 'S_OUT', dtype: 'INT32', dims: [1] }] } },
       }),
     );
-    // Completed sequences.
-    await Promise.all([runSequence(triton, 1, [1, 2, 3], 'mixed'), runSequence(triton, 'two', [4], 'mixed')]);
+    const batcher = batcherOf(triton, 'mixed');
+    // A completed sequence of one request.
+    await runSequence(triton, 'two', [4], 'mixed');
     // Sequences left open: the idle timeout frees them.
     await infer(triton, 'mixed', 1, { sequence_id: 3, sequence_start: true });
     await infer(triton, 'mixed', 1, { sequence_id: 4, sequence_start: true });
     // A sequence whose requests time out (Triton's per-request `timeout`) while queued behind a held batch, its
-    // END among them: the sequence still ends, by its idle timeout.
+    // END among them: the sequence still ends, by its idle timeout. It waits for a slot until 3 or 4 is freed.
     const holder = infer(triton, 'mixed', 1, { sequence_id: 5, sequence_start: true, hold: true });
     await holding;
+    // A completed sequence of three requests, all queued behind the held batch, each sent once the one before it is
+    // queued (so they arrive in order): a sequence with a request queued or running is never idle, so the idle
+    // timeout, short as it is for 3, 4 and 5, cannot end this one between its requests however slow the machine.
+    const completed: Promise<Answer>[] = [];
+    for (const [i, value] of [1, 2, 3].entries()) {
+      completed.push(infer(triton, 'mixed', value, { sequence_id: 1, sequence_start: i === 0, sequence_end: i === 2 }));
+      while (batcher.pendingCount < i + 1) await new Promise((r) => setTimeout(r, 5));
+    }
     const expired = await Promise.all([false, true].map((end) => infer(triton, 'mixed', 1, { sequence_id: 5, sequence_end: end, timeout: 1000 })));
     expect(expired.map((a) => a.body.error)).toEqual(['Request timeout expired', 'Request timeout expired']);
-    const batcher = batcherOf(triton, 'mixed');
-    expect(batcher.pendingCount).toBe(0);
+    // Only sequence 1's requests are left queued.
+    expect(batcher.pendingCount).toBe(3);
     gate?.();
     expect((await holder).status).toBe(200);
+    const answers = await Promise.all(completed);
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200]);
+    expect(answers.map((a) => a.body.outputs?.[0]?.data[0])).toEqual(runningSums([1, 2, 3]));
     while (batcher.liveSequences > 0) await new Promise((r) => setTimeout(r, 20));
     expect(batcher.stateBuffers).toEqual({ created: 5, released: 5 });
   });
