@@ -61,6 +61,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'allow-http', kind: 'boolean', field: 'allowHttp', triton: '--allow-http', commands: SERVE, summary: 'serve HTTP' },
   { name: 'http-address', kind: 'string', field: 'httpAddress', triton: '--http-address', commands: SERVE, placeholder: 'address', summary: 'HTTP listen address' },
   { name: 'http-port', kind: 'integer', field: 'httpPort', triton: '--http-port', commands: SERVE, placeholder: 'port', summary: 'HTTP port; 0 picks a free one (the "serving" log line names it)' },
+  { name: 'http-thread-count', kind: 'integer', field: 'httpThreadCount', triton: '--http-thread-count', commands: SERVE, placeholder: 'n', summary: 'front-end threads serving the HTTP, gRPC and OpenAI ports; 0 (default) one per core beyond the core thread, at most 8' },
   { name: 'allow-grpc', kind: 'boolean', field: 'allowGrpc', triton: '--allow-grpc', commands: SERVE, summary: 'serve gRPC' },
   { name: 'grpc-address', kind: 'string', field: 'grpcAddress', triton: '--grpc-address', commands: SERVE, placeholder: 'address', summary: 'gRPC listen address' },
   { name: 'grpc-port', kind: 'integer', field: 'grpcPort', triton: '--grpc-port', commands: SERVE, placeholder: 'port', summary: 'gRPC port; 0 picks a free one' },

@@ -12,7 +12,7 @@ import type { ModelRepository } from '../../model/model-repository';
 import type { InferCall } from '../infer-entry';
 import type { ServerCore, Transport } from '../server-core';
 import type { FrontEndInit } from './front-end-thread';
-import { packResponse, type FromFrontEnd, type InferItem, type Phase, type Ports, type ResultItem, type ToFrontEnd } from './messages';
+import { packResponse, unpackRequest, type FromFrontEnd, type InferItem, type Phase, type Ports, type ResultItem, type ToFrontEnd } from './messages';
 import { MODELS_CHANGED, REGIONS_CHANGED, type ModelShape } from './remote-core';
 import { packError, serveSyncCalls } from './sync-call';
 
@@ -235,7 +235,7 @@ export class FrontEnds {
     const cancellation = new Cancellation();
     const live: Live = { cancellation };
     thread.live.set(item.id, live);
-    const request = { ...item.request, cancellation } as InferenceRequest;
+    const request = { ...unpackRequest(item.request), cancellation } as InferenceRequest;
     const call: InferCall = {
       modelName: item.modelName,
       modelVersion: item.modelVersion,
