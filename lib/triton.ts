@@ -211,6 +211,8 @@ export class Triton implements ServerCore, AsyncDisposable {
     if (this.state !== 'created') throw new TritonError('INVALID_CONFIG', `run() called twice (server is ${this.state})`);
     const { signal } = options;
     if (signal?.aborted) throw new TritonError('CANCELLED', 'run() was cancelled before the server started');
+    // The ports' transports, decided now that users' routes are mounted (a bad setting leaves the server unstarted).
+    this.transports.unshift(...this.frontEnds());
     // The signal stops the server, now or once it has started.
     signal?.addEventListener('abort', () => void this.stop(), { once: true });
     this.state = 'starting';
@@ -220,7 +222,6 @@ export class Triton implements ServerCore, AsyncDisposable {
         'explicit model control with the model-repository API open to every client: anyone who can reach the HTTP or gRPC port can load and unload models; restrict it with httpRestrictedApi and grpcRestrictedProtocol (model-repository:<header>=<value>), see docs/security.md',
       );
     }
-    this.transports.unshift(...this.frontEnds());
     const marking = applyMarkingTriggers({ soft: this.config.incrementalMarkingSoftTrigger, hard: this.config.incrementalMarkingHardTrigger });
     if (marking.length > 0) this.logger.debug({ v8Flags: marking }, 'V8 marking triggers set');
     try {

@@ -18,6 +18,15 @@ export interface ModelView {
   readonly metadata: ModelMetadata;
 }
 
+/** The part of a model a front-end thread keeps: enough to decode its requests and encode its responses. */
+export type ModelShape = Pick<ModelView, 'name' | 'version' | 'inputs' | 'outputs' | 'config'>;
+
+/** A model's shape, as plain data that can cross to another thread. */
+export function shapeOf(model: ModelView): ModelShape {
+  const { name, version, inputs, outputs, config } = model;
+  return { name, version, inputs, outputs, config: { effectiveMaxBatchSize: config.effectiveMaxBatchSize, decoupled: config.decoupled } };
+}
+
 /** The models as a transport finds them (the server's `ModelRepository`, or a front-end thread's view of it). */
 export interface ModelLookup {
   /** The model of a name and version (the highest when none is given); MODEL_NOT_FOUND otherwise. */

@@ -7,13 +7,13 @@ import { TritonError } from '../../errors';
 import type { Logger } from '../../logger';
 import { chatTemplateOf, type ChatMessage } from '../../model/chat-template';
 import type { InferenceRequest } from '../../model/inference';
-import type { Model } from '../../model/model';
 import type { ModelRepository } from '../../model/model-repository';
 import type { InferCall } from '../infer-entry';
 import type { ServerCore, Transport } from '../server-core';
 import type { FrontEndInit } from './front-end-thread';
 import { packResponse, unpackRequest, type FromFrontEnd, type InferItem, type Phase, type Ports, type ResultItem, type ToFrontEnd } from './messages';
-import { MODELS_CHANGED, REGIONS_CHANGED, type ModelShape } from './remote-core';
+import { shapeOf } from '../../model/model-view';
+import { MODELS_CHANGED, REGIONS_CHANGED } from './remote-core';
 import { packError, serveSyncCalls } from './sync-call';
 
 /** The most front-end threads `httpThreadCount: 0` picks. */
@@ -178,7 +178,7 @@ export class FrontEnds {
     const syncFlag = new SharedArrayBuffer(4);
     const init: FrontEndInit = { config: configData(this.host.config), syncPort: port2, syncFlag, counters: this.counters };
     const { filename, execArgv } = threadEntry();
-    const worker = new Worker(filename, { workerData: init, transferList: [port2], execArgv, name: `tstriton-front-end-${index}` } as ConstructorParameters<typeof Worker>[1]);
+    const worker = new Worker(filename, { workerData: init, transferList: [port2], execArgv, name: `tstriton-fe-${index}` } as ConstructorParameters<typeof Worker>[1]);
     const thread = new FrontEndThread(index, worker, port1);
     this.threads[index] = thread;
     serveSyncCalls(port1, syncFlag, this.syncHandlers());
@@ -260,7 +260,11 @@ export class FrontEnds {
 
   private call(method: 'loadModel' | 'unloadModel', args: readonly unknown[]): Promise<void> {
     const { core } = this.host;
-    return method === 'loadModel' ? core.loadModel(...(args as Parameters<ServerCore['loadModel']>)) : core.unloadModel(...(args as Parameters<ServerCore['unloadModel']>));
+    if (method === 'unloadModel') return core.unloadModel(...(args as Parameters<ServerCore['unloadModel']>));
+    const [name, override] = args as Parameters<ServerCore['loadModel']>;
+    // The files of a load request cross as plain bytes: Buffers again here.
+    const files = override?.files && Object.fromEntries(Object.entries(override.files).map(([k, v]) => [k, Buffer.from(v.buffer, v.byteOffset, v.byteLength)]));
+    return core.loadModel(name, override && { ...override, ...(files ? { files } : {}) });
   }
 
   /** The synchronous questions a front-end thread asks, answered from the core's own state. */
@@ -316,12 +320,6 @@ export class FrontEnds {
     );
     if (step === 'forceClose') await Promise.all(this.threads.map((t) => t.worker.terminate()));
   }
-}
-
-/** A model's shape, as a front-end thread keeps it. */
-function shapeOf(model: Model): ModelShape {
-  const { name, version, inputs, outputs, config } = model;
-  return { name, version, inputs, outputs, config: { effectiveMaxBatchSize: config.effectiveMaxBatchSize, decoupled: config.decoupled } };
 }
 
 /** The settings as plain data (what crosses to a thread). */

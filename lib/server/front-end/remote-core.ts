@@ -2,14 +2,13 @@ import type { MessagePort } from 'node:worker_threads';
 import { Cancellation } from '../../cancellation';
 import type { TritonConfig } from '../../config/triton-config';
 import type { ModelConfigJson } from '../../config/triton-model-config';
-import type { NamedTensorSpec } from '../../config/tensor-spec';
 import { updateLogSettings, type LogSettings } from '../../log-settings';
 import type { Logger } from '../../logger';
 import { attachChatTemplate, type ChatMessage } from '../../model/chat-template';
 import type { InferenceRequest, InferenceResponse } from '../../model/inference';
 import type { LoadOverride } from '../../model/model-control';
 import { refuseDecoupled } from '../../model/model';
-import type { ModelLookup, ModelView } from '../../model/model-view';
+import type { ModelLookup, ModelShape, ModelView } from '../../model/model-view';
 import type { ModelMetadata } from '../../protocol/model-metadata';
 import { BufferPool, type BufferLease } from '../../tensor/buffer-pool';
 import type { TraceSettings } from '../../trace';
@@ -19,15 +18,6 @@ import type { RepositoryIndexEntry, ServerCore, ServerMetadata } from '../server
 import { SharedMemoryManager, type RegionStatus, type ShmTarget } from '../shared-memory';
 import { packRequest, type FromFrontEnd, type InferItem, type PackedHeaders, type ResultItem } from './messages';
 import { unpackError, type SyncCaller } from './sync-call';
-
-/** The part of a model a front-end thread keeps: enough to decode its requests and encode its responses. */
-export interface ModelShape {
-  readonly name: string;
-  readonly version: string;
-  readonly inputs: readonly NamedTensorSpec[];
-  readonly outputs: readonly NamedTensorSpec[];
-  readonly config: { readonly effectiveMaxBatchSize: number; readonly decoupled: boolean };
-}
 
 /** Counters the core thread bumps and every front-end thread reads: [models changed, shared memory changed]. */
 export const MODELS_CHANGED = 0;
@@ -230,7 +220,10 @@ export class RemoteCore implements ServerCore {
     const forward = call.protocol === undefined ? undefined : this.forward[call.protocol];
     let picked: Record<string, PackedHeaders[string]> | undefined;
     for (const name in headers) {
-      if (name === 'traceparent' || name === 'tracestate' || forward?.(name)) (picked ??= {})[name] = headers[name];
+      const value = headers[name];
+      // Binary metadata is never forwarded (as forwardHeaders does), and would arrive as another type.
+      if (value === undefined || Buffer.isBuffer(value)) continue;
+      if (name === 'traceparent' || name === 'tracestate' || forward?.(name)) (picked ??= {})[name] = value;
     }
     return picked;
   }
