@@ -3,7 +3,7 @@ import { extname, join } from 'node:path';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { Cancellation } from '../../cancellation';
 import type { TritonConfig, TritonConfigInit } from '../../config/triton-config';
-import { TritonError } from '../../errors';
+import { requestCancelled, TritonError } from '../../errors';
 import type { Logger } from '../../logger';
 import { chatTemplateOf, type ChatMessage } from '../../model/chat-template';
 import type { InferenceRequest } from '../../model/inference';
@@ -40,8 +40,20 @@ export function reusePortSupported(version = process.versions.node, platform = p
 /** A request a front-end thread handed over, while the core runs it. */
 interface Live {
   readonly cancellation: Cancellation;
-  /** Releases a decoupled model's next response once the thread has written this one. */
-  taken?: () => void;
+  /**
+   * Releases a decoupled model's next response once the thread has written this one; with an error when the
+   * request was cancelled or its thread ended, which ends the stream.
+   */
+  release?: (err?: Error) => void;
+}
+
+/** Cancels a request the core holds for a thread, failing the response it waits to have written. */
+function cancel(live: Live | undefined, reason: TritonError): void {
+  if (live === undefined) return;
+  live.cancellation.abort(reason);
+  const release = live.release;
+  live.release = undefined;
+  release?.(reason);
 }
 
 /** One front-end thread, as the core thread drives it. */
@@ -192,7 +204,7 @@ export class FrontEnds {
   /** A thread that ended on its own: what it held is cancelled, and (while serving) a new one takes its place. */
   private onExit(thread: FrontEndThread, code: number): void {
     thread.syncPort.close();
-    for (const live of thread.live.values()) live.cancellation.abort(new TritonError('UNAVAILABLE', 'the front-end thread of this request ended'));
+    for (const live of thread.live.values()) cancel(live, new TritonError('UNAVAILABLE', 'the front-end thread of this request ended'));
     thread.live.clear();
     if (this.stopping || this.threads[thread.index] !== thread) return;
     this.host.logger.error({ thread: thread.index, code }, 'front-end thread ended: starting another');
@@ -205,13 +217,13 @@ export class FrontEnds {
         for (const item of message.items) this.infer(thread, item);
         return;
       case 'cancel':
-        thread.live.get(message.id)?.cancellation.abort();
+        cancel(thread.live.get(message.id), requestCancelled());
         return;
       case 'taken': {
         const live = thread.live.get(message.id);
-        const taken = live?.taken;
-        if (live) live.taken = undefined;
-        taken?.();
+        const release = live?.release;
+        if (live) live.release = undefined;
+        release?.();
         return;
       }
       case 'call':
@@ -247,7 +259,7 @@ export class FrontEnds {
     const sink = (response: Parameters<typeof packResponse>[0], final: boolean): void | Promise<void> => {
       const transfer: ArrayBuffer[] = [];
       thread.result({ id: item.id, response: packResponse(response, transfer), final }, transfer);
-      if (!final) return new Promise<void>((resolve) => (live.taken = resolve));
+      if (!final) return new Promise<void>((resolve, reject) => (live.release = (err) => (err ? reject(err) : resolve())));
     };
     this.host.core.inferAsync(call, sink).then(
       () => thread.live.delete(item.id),
