@@ -1,3 +1,4 @@
+import { runInNewContext } from 'node:vm';
 import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
 import { Cancellation } from '../../../lib/cancellation';
 import type { InferenceRequest, InferenceResponse } from '../../../lib/model/inference';
@@ -74,7 +75,6 @@ describe('front-end thread messages', () => {
   });
 
   it("adopt arrived tensors as this realm's typed arrays over the same bytes", () => {
-    const { runInNewContext } = require('node:vm') as typeof import('node:vm');
     // A BigInt64Array made in another realm, as a message's objects are when the core runs in a vm context.
     const foreign = runInNewContext('new BigInt64Array([5n, 6n])') as BigInt64Array;
     expect(foreign instanceof BigInt64Array).toBe(false);
