@@ -1,8 +1,9 @@
 /**
- * A main-thread CPU profile's busy time split by the role its code would have in the planned design (front-end
- * threads in front of one core thread): each sample goes to the nearest frame up its stack that belongs to a
- * role. Shared helpers (lib/tensor, lib/errors, lib/config, the wire-neutral request of
- * lib/server/infer-request.ts, ...) have no role of their own: their time goes to whoever called them.
+ * A main-thread CPU profile's busy time split by the role its code has with front-end threads in front of one
+ * core thread (with front-end threads, the main thread is that core thread; with none, it does both): each
+ * sample goes to the nearest frame up its stack that belongs to a role. Shared helpers (lib/tensor, lib/errors,
+ * lib/config, the wire-neutral request of lib/server/infer-request.ts, ...) have no role of their own: their
+ * time goes to whoever called them.
  */
 import { readFileSync } from 'node:fs';
 
@@ -25,6 +26,12 @@ const OURS: readonly [RegExp, Role][] = [
   // Front end: parsing, decoding, encoding and writing, per protocol.
   [/^lib\/server\/(http|grpc|openai)\//, 'transport'],
   [/^lib\/protocol\//, 'transport'],
+  // With front-end threads (`httpThreadCount` above 1): what runs on those threads (their entry, and the core as
+  // they see it) is front end; the core thread's side of the hand-off is core: taking requests in (the message
+  // handler, tensors adopted by the core's realm), copying responses out and batching them back, and answering
+  // the threads' synchronous calls.
+  [/^lib\/server\/front-end\/(front-end-thread|remote-core)\.js$/, 'transport'],
+  [/^lib\/server\/front-end\/(front-ends|messages|sync-call)\.js$/, 'core'],
   // What must stay one per server: the entry, models, scheduling, instances (their main-thread side), metrics.
   [/^lib\/server\/(infer-entry|server-core)\.js$/, 'core'],
   [/^lib\/(model|scheduler|instances|metrics|tracing|bls)\//, 'core'],

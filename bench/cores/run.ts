@@ -1,18 +1,20 @@
 /**
  * Where a request's CPU goes, thread by thread: the main thread's CPU per request (what a core thread would
- * carry, and today everything but the instances' own work), the whole process's, and the share of each thread
- * group, for an identity model served in-process and in a worker instance.
+ * carry, and with the ports served on it everything but the instances' own work), the whole process's, and the
+ * share of each thread group, for an identity model served in-process and in a worker instance.
  *
  *   npm run bench:cores [-- --rounds 2 --duration 2 --warmup 0.5 --concurrency 1,32,64
- *                          --protocols binary,json,grpc --no-pin --no-profile --no-write]
+ *                          --protocols binary,json,grpc --front-end-threads 1 --no-pin --no-profile --no-write]
  *
  * One server child (server.ts: HTTP and gRPC, `identity_fp32` in-process and `identity_fp32_worker` in a worker
  * instance) names its threads (thread-names.ts); the load generator (the harness's, raw HTTP/1.1 sockets or one
- * grpc-js channel) is another process. Each thread's user + system time over a measured window is read from
+ * grpc-js channel) is another process. With `--front-end-threads N` (N ≥ 2) the server runs `httpThreadCount: N`:
+ * its ports are served by N front-end threads and the main thread is the core thread alone; the report then goes
+ * to the `cores-threads` block and measures the core thread against the issue's goal. Each thread's user + system time over a measured window is read from
  * outside, in /proc (thread-cpu.ts). In every round each cell (protocol × concurrency) runs on both models back
  * to back, in ABBA order across rounds; figures are medians over rounds. Then, at the highest concurrency, a CPU
  * profile of the main thread (node:inspector, in the server) splits its time by role (roles.ts). Results are
- * printed and written to the `cores` block of docs/performance.md. For one process against several on a machine
+ * printed and written to the `cores` block of docs/performance.md (`cores-threads` with front-end threads). For one process against several on a machine
  * with many cores, see scale.ts and many-core.sh.
  */
 import * as os from 'node:os';
@@ -29,8 +31,8 @@ import { fmtInt, fmtUs, median } from '../harness/stats';
 import { cpuList, pinProcess } from './pin';
 import { loadTarget, PROTOCOL_LABELS, PROTOCOLS, verify, type LoadTarget, type Ports, type Protocol } from './requests';
 import { readProfile, ROLE_LABELS, ROLES, rolesOf, type Role } from './roles';
-import { WORKER_MODEL, type ServerCall } from './server';
-import { GROUP_LABELS, GROUPS, readThreads, threadUse, type Group } from './thread-cpu';
+import { WORKER_MODEL, type ServerCall, type ServerConfig } from './server';
+import { FRONT_END_THREAD_PREFIX, GROUP_LABELS, GROUPS, readThreads, threadUse, type Group } from './thread-cpu';
 
 /** The whole run is stopped past this, whatever it is doing. */
 const WATCHDOG_MS = 175_000;
@@ -54,6 +56,8 @@ type ModelKey = (typeof MODELS)[number]['key'];
 
 interface Options extends WindowOptions {
   concurrencies: number[];
+  /** The server's `httpThreadCount`: 1 serves the ports on the main thread. */
+  frontEndThreads: number;
   protocols: Protocol[];
   pin: boolean;
   profile: boolean;
@@ -65,6 +69,11 @@ function parseOptions(): Options {
     ...windowFlags({ rounds: 2, duration: 2, warmup: 0.5 }),
     concurrency: { type: 'list', default: ['1', '32', '64'], help: 'connections (HTTP) or outstanding calls (gRPC) of each cell' },
     protocols: { type: 'list', default: PROTOCOLS, help: 'binary (HTTP binary tensors), json (HTTP JSON), grpc' },
+    'front-end-threads': {
+      type: 'number',
+      default: 1,
+      help: "the server's httpThreadCount: 1 serves the ports on the main thread; N ≥ 2 on N front-end threads, the main thread being the core thread (report: the cores-threads block)",
+    },
     'no-pin': NO_PIN_FLAG,
     'no-profile': { type: 'switch', help: "skip the main thread's CPU profile at the highest concurrency" },
     'no-write': NO_WRITE_FLAG,
@@ -73,10 +82,13 @@ function parseOptions(): Options {
   for (const p of protocols) if (!PROTOCOLS.includes(p)) throw new UsageError(`unknown protocol ${p}`);
   const concurrencies = f.concurrency.map(Number);
   for (const c of concurrencies) if (!(Number.isInteger(c) && c >= 1)) throw new UsageError(`--concurrency: expected whole numbers ≥ 1, got ${f.concurrency.join(',')}`);
+  const frontEndThreads = f['front-end-threads'];
+  if (!(Number.isInteger(frontEndThreads) && frontEndThreads >= 1)) throw new UsageError(`--front-end-threads: expected a whole number ≥ 1, got ${frontEndThreads}`);
   return {
     // Every cell on both models, and the bare echo.
     ...windowOptions(f, protocols.length * concurrencies.length * MODELS.length + 1, 120),
     concurrencies,
+    frontEndThreads,
     protocols,
     pin: !f['no-pin'],
     profile: !f['no-profile'],
@@ -95,7 +107,7 @@ interface Sample {
   /** CPU µs per request: the whole process, and each thread group. */
   processUs: number;
   groupUs: Record<Group, number>;
-  /** Threads that used CPU in the window, as `name×count` (the main thread as `main`). */
+  /** Threads that used CPU in the window, as `name×count` (the main thread as `main`, front-end threads as `tstriton-fe-<i>`). */
   threadNames: string;
 }
 
@@ -139,7 +151,7 @@ async function sample(load: LoadGen, server: ChildProc, spec: LoadSpec, what: st
   const use = threadUse(a.value, b.value);
   const names = new Map<string, number>();
   for (const t of use.threads) {
-    const name = t.group === 'main' ? 'main' : t.name;
+    const name = t.group === 'main' ? 'main' : t.group === 'front' ? `${FRONT_END_THREAD_PREFIX}<i>` : t.name;
     names.set(name, (names.get(name) ?? 0) + 1);
   }
   return {
@@ -153,8 +165,10 @@ async function sample(load: LoadGen, server: ChildProc, spec: LoadSpec, what: st
   };
 }
 
-const describe = (s: Sample): string =>
+/** A sample in one line; `front`: with the front-end threads' CPU. */
+const describe = (s: Sample, front = false): string =>
   `${fmtInt(s.rps).padStart(7)} req/s  p50 ${fmtUs(s.p50).padStart(5)} µs  main ${s.groupUs.main.toFixed(1).padStart(5)} µs/req  ` +
+  (front ? `front ${s.groupUs.front.toFixed(1).padStart(5)} µs/req  ` : '') +
   `process ${s.processUs.toFixed(1).padStart(5)} µs/req  client ${(s.clientCpu * 100).toFixed(0)} %`;
 
 // ---- the run -------------------------------------------------------------------------------------
@@ -220,9 +234,12 @@ async function main(ctx: BenchContext): Promise<BenchOutcome> {
   const serverCpus = cpuList(0, cpus - 2);
   const cells: Cell[] = o.protocols.flatMap((protocol) => o.concurrencies.map((concurrency) => ({ protocol, concurrency, samples: { inproc: [], worker: [] } })));
   const placement = pinned ? `; server on CPU ${serverCpus}, load on CPU ${cpus - 1}` : '';
-  log(`bench:cores: ${machine()}; ${o.rounds} rounds × ${cells.length} cells × ${MODELS.length} models × (${o.warmupS} + ${o.durationS}) s${placement}`);
+  const threaded = o.frontEndThreads > 1;
+  const threads = threaded ? `; ${o.frontEndThreads} front-end threads` : '';
+  log(`bench:cores: ${machine()}; ${o.rounds} rounds × ${cells.length} cells × ${MODELS.length} models × (${o.warmupS} + ${o.durationS}) s${threads}${placement}`);
 
-  const server = await ChildProc.start('server', path.join(__dirname, 'server.js'), { readyTimeoutMs: 30_000 });
+  const serverConfig: ServerConfig = { frontEndThreads: o.frontEndThreads };
+  const server = await ChildProc.start('server', path.join(__dirname, 'server.js'), { args: [JSON.stringify(serverConfig)], readyTimeoutMs: 30_000 });
   const bare = await ChildProc.start('bare', path.join(__dirname, '..', 'http', 'server-baseline.js'), { readyTimeoutMs: 15_000 });
   if (pinned) for (const s of [server, bare]) pinProcess(s.proc.pid as number, serverCpus);
   const load = LoadGen.start(pinned ? cpus - 1 : undefined);
@@ -244,7 +261,7 @@ async function main(ctx: BenchContext): Promise<BenchOutcome> {
         const spec = loadSpec(loadTarget(cell.protocol, m.name, ports), cell.concurrency, o.warmupS * 1000, o.durationS * 1000);
         const s = await sample(load, server, spec, what);
         cell.samples[m.key].push(s);
-        log(`  round ${r + 1} ${what.padEnd(36)} ${describe(s)}`);
+        log(`  round ${r + 1} ${what.padEnd(36)} ${describe(s, threaded)}`);
       }
     }
     const b = await sample(load, bare, bareSpec(o.warmupS * 1000, o.durationS * 1000), 'bare echo');
@@ -256,8 +273,8 @@ async function main(ctx: BenchContext): Promise<BenchOutcome> {
 
   load.exit();
   await Promise.all([server.stop(), bare.stop()]);
-  // No bar: the core-thread goal is the planned design's, and the block says how far today's code is from it.
-  return { key: 'cores', body: report(o, cells, summarize(bareSamples), profiles, pinned ? { server: serverCpus, load: cpus - 1 } : undefined, ctx), write: o.write, allMet: true };
+  // No bar: the block says how far the core thread is from the issue's goal.
+  return { key: threaded ? 'cores-threads' : 'cores', body: report(o, cells, summarize(bareSamples), profiles, pinned ? { server: serverCpus, load: cpus - 1 } : undefined, ctx), write: o.write, allMet: true };
 }
 
 // ---- report --------------------------------------------------------------------------------------
@@ -267,13 +284,22 @@ const us1 = (x: number): string => (Number.isFinite(x) ? x.toFixed(1) : '–');
 
 function report(o: Options, cells: Cell[], bare: Summary, profiles: Profiles, pinning: { server: string; load: number } | undefined, ctx: BenchContext): string {
   const top = Math.max(...o.concurrencies);
-  const perRequest = [
-    '| instance | protocol | c | req/s | p50 µs | main thread CPU µs/req | process CPU µs/req | main ÷ process |',
-    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |',
-  ];
+  const n = o.frontEndThreads;
+  const threaded = n > 1;
+  // The front-end threads' column only where there are some: without them the tables are as they always were.
+  const groups = GROUPS.filter((g) => threaded || g !== 'front');
+  const perRequest = threaded
+    ? [
+        '| instance | protocol | c | req/s | p50 µs | core thread CPU µs/req | front-end threads CPU µs/req | process CPU µs/req | core ÷ process |',
+        '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+      ]
+    : [
+        '| instance | protocol | c | req/s | p50 µs | main thread CPU µs/req | process CPU µs/req | main ÷ process |',
+        '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |',
+      ];
   const spread = [
-    `| instance | protocol | ${GROUPS.map((g) => GROUP_LABELS[g]).join(' | ')} | threads that used CPU |`,
-    `| --- | --- | ${GROUPS.map(() => '---:').join(' | ')} | --- |`,
+    `| instance | protocol | ${groups.map((g) => GROUP_LABELS[g]).join(' | ')} | threads that used CPU |`,
+    `| --- | --- | ${groups.map(() => '---:').join(' | ')} | --- |`,
   ];
   const roles = [
     `| instance | protocol | ${ROLES.map((r) => ROLE_LABELS[r]).join(' | ')} | core + callable µs/req (estimate) |`,
@@ -286,10 +312,10 @@ function report(o: Options, cells: Cell[], bare: Summary, profiles: Profiles, pi
       summaries.set(`${m.key} ${c.protocol} ${c.concurrency}`, s);
       perRequest.push(
         `| ${m.label} | ${PROTOCOL_LABELS[c.protocol]} | ${c.concurrency} | ${fmtInt(s.rps)} | ${fmtUs(s.p50)} | ` +
-          `${us1(s.groupUs.main)} | ${us1(s.processUs)} | ${(s.groupUs.main / s.processUs).toFixed(2)} |`,
+          `${us1(s.groupUs.main)} | ${threaded ? `${us1(s.groupUs.front)} | ` : ''}${us1(s.processUs)} | ${(s.groupUs.main / s.processUs).toFixed(2)} |`,
       );
       if (c.concurrency !== top) continue;
-      spread.push(`| ${m.label} | ${PROTOCOL_LABELS[c.protocol]} | ${GROUPS.map((g) => pct(s.groupUs[g] / s.processUs)).join(' | ')} | ${s.threadNames} |`);
+      spread.push(`| ${m.label} | ${PROTOCOL_LABELS[c.protocol]} | ${groups.map((g) => pct(s.groupUs[g] / s.processUs)).join(' | ')} | ${s.threadNames} |`);
       const shares = profiles[`${m.key} ${c.protocol}`];
       if (shares) roles.push(`| ${m.label} | ${PROTOCOL_LABELS[c.protocol]} | ${ROLES.map((r) => pct(shares[r])).join(' | ')} | ${us1(s.groupUs.main * (shares.core + shares.callable))} |`);
     }
@@ -304,20 +330,39 @@ function report(o: Options, cells: Cell[], bare: Summary, profiles: Profiles, pi
       `issue's ${REFERENCE.processUsC32} µs was measured (${REFERENCE.measuredOn}): read the µs below as relative, or divide them by ${slower.toFixed(2)}.`,
   ];
   const c32 = summaries.get('inproc binary 32');
-  if (c32) {
+  if (c32 && !threaded) {
     ratios.push(
       `In-process, HTTP binary, c=32: ${us1(c32.processUs)} µs of process CPU per request, ${(c32.processUs / bare.processUs).toFixed(2)}× the bare echo ` +
         `(the issue's figure: ${(REFERENCE.processUsC32 / REFERENCE.bareUsC32).toFixed(2)}×), of which the main thread ${us1(c32.groupUs.main)} µs (${pct(c32.groupUs.main / c32.processUs)}).`,
+    );
+  }
+  if (c32 && threaded) {
+    ratios.push(
+      `In-process, HTTP binary, c=32: ${us1(c32.processUs)} µs of process CPU per request, ${(c32.processUs / bare.processUs).toFixed(2)}× the bare echo ` +
+        `(the issue's figure: ${(REFERENCE.processUsC32 / REFERENCE.bareUsC32).toFixed(2)}×), of which the front-end threads ${us1(c32.groupUs.front)} µs ` +
+        `(${pct(c32.groupUs.front / c32.processUs)}) and the core thread ${us1(c32.groupUs.main)} µs (${pct(c32.groupUs.main / c32.processUs)}).`,
     );
   }
   for (const m of MODELS) {
     for (const p of o.protocols) {
       const s = summaries.get(`${m.key} ${p} ${top}`);
       const shares = profiles[`${m.key} ${p}`];
+      const what = `${m.label[0]?.toUpperCase()}${m.label.slice(1)}, ${PROTOCOL_LABELS[p]}, c=${top}`;
+      if (threaded && s) {
+        // With front-end threads the core thread's whole CPU is what it carries; the profile says what it is spent on.
+        const core = s.groupUs.main;
+        const split = shares ? `; by its profile, core + callable ${pct(shares.core + shares.callable)}, Node I/O ${pct(shares.nodeIo)}, GC ${pct(shares.gc)}, other ${pct(shares.other)}` : '';
+        ratios.push(
+          `${what}: the core thread ${us1(core)} µs/req, ${pct(core / s.processUs)} of the process's CPU per request (goal ≤ ${pct(REFERENCE.coreGoalFraction)})${split}; ` +
+            `on the reference machine ≈ ${us1(core / slower)} µs against the goal of ${us1(goal)} µs (${(core / slower / goal).toFixed(2)}×); ` +
+            `one core thread at ${us1(core)} µs carries ≈ ${fmtInt(1e6 / core)} req/s here.`,
+        );
+        continue;
+      }
       if (!s || !shares) continue;
       const core = s.groupUs.main * (shares.core + shares.callable);
       ratios.push(
-        `${m.label[0]?.toUpperCase()}${m.label.slice(1)}, ${PROTOCOL_LABELS[p]}, c=${top}: core + callable ≈ ${us1(core)} µs/req, ${pct(core / s.processUs)} of the process's CPU per request ` +
+        `${what}: core + callable ≈ ${us1(core)} µs/req, ${pct(core / s.processUs)} of the process's CPU per request ` +
           `(goal ≤ ${pct(REFERENCE.coreGoalFraction)}); on the reference machine ≈ ${us1(core / slower)} µs against the goal of ${us1(goal)} µs ` +
           `(${(core / slower / goal).toFixed(2)}×); one core thread at ${us1(core)} µs carries ≈ ${fmtInt(1e6 / core)} req/s here.`,
       );
@@ -325,24 +370,20 @@ function report(o: Options, cells: Cell[], bare: Summary, profiles: Profiles, pi
   }
 
   const [load0, load1] = ctx.loads();
+  const head = threaded ? threadedHead(n, c32, slower, goal) : singleThreadHead();
   return [
-    "## Cores: where a request's CPU goes",
+    threaded ? `## Cores: the core thread behind ${n} front-end threads` : "## Cores: where a request's CPU goes",
     '',
     ...provenanceLines({
       startedAt: ctx.startedAt,
-      command: 'npm run bench:cores',
+      command: threaded ? `npm run bench:cores -- --front-end-threads ${n}` : 'npm run bench:cores',
       source: `bench/cores/run.ts, ${ctx.elapsedS().toFixed(0)} s`,
       loads: [load0, load1],
       loadNote: 'the server and the load generator add about 2; others share this machine when it is higher',
     }),
     `${os.availableParallelism()} cores; ${process.version}; ${isoDate(ctx.startedAt).slice(0, 10)}.`,
     '',
-    '**One process today puts everything but the instances’ own work on its main thread**: socket reads, HTTP and',
-    'gRPC parsing, tensor decoding, the core entry (model lookup, scheduling, batching), encoding and writing.',
-    'A worker instance moves only the callable (and the batch’s messages) off it. The main thread’s CPU per',
-    'request is therefore what a single event loop spends per request today; the profile table splits it into',
-    'what would move to front-end threads and what a core thread would keep. Absolute times are noisy on 2',
-    'shared cores; the ratios (main ÷ process, the shares, against the bare echo) are the steadier figures.',
+    ...head,
     '',
     `**CPU per request** (medians over ${o.rounds} rounds):`,
     '',
@@ -354,7 +395,7 @@ function report(o: Options, cells: Cell[], bare: Summary, profiles: Profiles, pi
     '',
     ...(roles.length > 2
       ? [
-          `**The main thread at c=${top}, by the role of its code** (CPU profile, share of its busy time):`,
+          `**The ${threaded ? 'core' : 'main'} thread at c=${top}, by the role of its code** (CPU profile, share of its busy time):`,
           '',
           roles.join('\n'),
           '',
@@ -363,14 +404,26 @@ function report(o: Options, cells: Cell[], bare: Summary, profiles: Profiles, pi
     ...ratios.map((r) => `- ${r}`),
     '',
     '**Method.**',
-    '- Server (bench/cores/server.ts): one `Triton` with HTTP and gRPC on 127.0.0.1, metrics off, logs silent;',
+    ...(threaded
+      ? [
+          `- Server (bench/cores/server.ts): one \`Triton\` with \`httpThreadCount: ${n}\`: ${n} front-end threads serve HTTP and gRPC on`,
+          '  127.0.0.1 (each listening on both ports, `reusePort`; the server checks that they run before it reports',
+          '  ready), metrics off, logs silent;',
+        ]
+      : ['- Server (bench/cores/server.ts): one `Triton` with HTTP and gRPC on 127.0.0.1, metrics off, logs silent;']),
     '  `identity_fp32` bound as in examples/identity/model.ts (in-process, `@batch`, `maxBatchSize: 64`, dynamic',
     '  batcher on, `strict: true`), and `identity_fp32_worker`, the same callable and config in one `workers(...)`',
     '  instance. Request: INPUT0 FP32 `[1,16]`, as bench:http (binary and JSON) and bench:grpc send it; each',
     '  model and protocol is checked once to return OUTPUT0 = INPUT0.',
     `- Load: the benchmarks' load generator (bench/harness/loadgen.ts) in its own process, a closed loop of c keep-alive`,
     '  HTTP/1.1 connections or c outstanding calls on one grpc-js channel. ' +
-      (pinning ? `Server pinned to CPU ${pinning.server}, load generator to CPU ${pinning.load} (\`taskset\`).` : 'No CPU pinning.'),
+      // One channel is one HTTP/2 connection, which the kernel gives to one front-end thread.
+      (threaded ? 'The kernel spreads the HTTP connections over the front-end threads; the gRPC channel, one connection, is served by one of them. ' : '') +
+      (pinning
+        ? threaded
+          ? `Server pinned, all its threads (the core thread and the ${n} front-end threads among them), to CPU ${pinning.server}, load generator to CPU ${pinning.load} (\`taskset\`).`
+          : `Server pinned to CPU ${pinning.server}, load generator to CPU ${pinning.load} (\`taskset\`).`
+        : 'No CPU pinning.'),
     `- Calibration: bench:http's baseline (bench/http/server-baseline.ts, a bare node:http KServe echo) in a child of its`,
     `  own, pinned like the server, measured once a round at HTTP binary c=${BARE_CONCURRENCY} in the same way.`,
     `- Each model and protocol warmed up 0.75 s at c=32; then ${o.rounds} rounds, each cell ${o.warmupS} s warm-up + ${o.durationS} s measured,`,
@@ -378,13 +431,22 @@ function report(o: Options, cells: Cell[], bare: Summary, profiles: Profiles, pi
     "- CPU: each thread's utime + stime from `/proc/<pid>/task/<tid>/stat` (clock ticks of `getconf CLK_TCK`, 10 ms",
     "  at 100 Hz: a few percent on the smallest groups), the process's from `/proc/<pid>/stat`, read from outside",
     "  when the load generator's window opens and closes; per request = CPU ÷ (req/s × window).",
-    '- Threads are grouped by `/proc/<pid>/task/<tid>/comm`. Node 24 names them itself: `V8Worker` and',
-    '  `DelayedTaskSche` (V8’s platform, whose worker threads run concurrent GC marking and sweeping and background',
-    '  compiles), `libuv-worker`, `WorkerThread` (a worker instance), `SignalInspector` (idle; counted as other).',
-    '  Node 20 names none of them; there the server names them first (bench/cores/thread-names.ts): the threads',
-    '  there before any script work as V8’s platform (the idle inspector thread among them), those that appear with',
-    '  the first thread-pool call as libuv’s pool, and the worker instance names its own thread.',
-    ...(roles.length > 2
+    ...(threaded
+      ? [
+          `- Threads are grouped by \`/proc/<pid>/task/<tid>/comm\`. The front-end threads are workers named \`${FRONT_END_THREAD_PREFIX}<i>\`,`,
+          '  a name Node 24 gives their OS threads. Node names the others itself: `V8Worker` and `DelayedTaskSche`',
+          '  (V8’s platform, whose worker threads run concurrent GC marking and sweeping and background compiles),',
+          '  `libuv-worker`, `WorkerThread` (a worker instance), `SignalInspector` (idle; counted as other).',
+        ]
+      : [
+          '- Threads are grouped by `/proc/<pid>/task/<tid>/comm`. Node 24 names them itself: `V8Worker` and',
+          '  `DelayedTaskSche` (V8’s platform, whose worker threads run concurrent GC marking and sweeping and background',
+          '  compiles), `libuv-worker`, `WorkerThread` (a worker instance), `SignalInspector` (idle; counted as other).',
+          '  Node 20 names none of them; there the server names them first (bench/cores/thread-names.ts): the threads',
+          '  there before any script work as V8’s platform (the idle inspector thread among them), those that appear with',
+          '  the first thread-pool call as libuv’s pool, and the worker instance names its own thread.',
+        ]),
+    ...(roles.length > 2 && !threaded
       ? [
           `- Roles: after the rounds, a CPU profile of the main thread (node:inspector, sampled every 250 µs; its own`,
           `  calls left out) over a ${o.warmupS} + ${o.durationS} s load at c=${top} per model and protocol. Each sample goes to the nearest frame up its stack`,
@@ -398,10 +460,72 @@ function report(o: Options, cells: Cell[], bare: Summary, profiles: Profiles, pi
           '  cost of handing requests between threads, which one thread does not pay today: a lower bound.',
         ]
       : []),
+    ...(roles.length > 2 && threaded
+      ? [
+          `- Roles: after the rounds, a CPU profile of the core thread (the main thread; node:inspector, sampled every 250 µs;`,
+          `  its own calls left out) over a ${o.warmupS} + ${o.durationS} s load at c=${top} per model and protocol. Each sample goes to the nearest frame up`,
+          '  its stack that has a role (bench/cores/roles.ts): *transport code* (lib/server/http, grpc, openai, lib/protocol,',
+          '  and the front-end threads’ own lib/server/front-end/front-end-thread.ts and remote-core.ts: none of it runs on',
+          '  the core thread), *core* (lib/server/infer-entry and server-core, lib/model, scheduler, instances, metrics,',
+          '  triton.ts, and the core side of the hand-off in lib/server/front-end: front-ends.ts taking the threads’',
+          '  messages in and posting results back, messages.ts adopting request tensors and copying responses out,',
+          '  sync-call.ts answering the threads’ synchronous calls), *callable* (decorators and the identity), else',
+          '  *Node I/O* (Node code with no tstriton frame above it: here the message ports’ and timers’ own code), *GC*,',
+          '  *other* (native code outside JS, the messages’ structured-clone deserialization among it). Shared helpers',
+          '  (lib/tensor, lib/errors, the wire-neutral request) count for their caller. The estimate multiplies the core',
+          '  thread’s µs/req by the core + callable share; what the core thread carries is its whole CPU per request',
+          '  (the tables above), GC, Node’s message plumbing and *other* included.',
+        ]
+      : []),
     `- Reference (the issue): about ${REFERENCE.processUsC32} µs of whole-server CPU per small request at c=32 on 2 cores; the goal`,
     `  for the planned design is a core thread at ≤ 1/5 of that (${us1(goal)} µs), so that one core thread keeps up with`,
     '  about five cores of front ends.',
   ].join('\n');
+}
+
+/** What the block says the main thread is when it serves the ports itself. */
+function singleThreadHead(): string[] {
+  return [
+    '**One process today puts everything but the instances’ own work on its main thread**: socket reads, HTTP and',
+    'gRPC parsing, tensor decoding, the core entry (model lookup, scheduling, batching), encoding and writing.',
+    'A worker instance moves only the callable (and the batch’s messages) off it. The main thread’s CPU per',
+    'request is therefore what a single event loop spends per request today; the profile table splits it into',
+    'what would move to front-end threads and what a core thread would keep. Absolute times are noisy on 2',
+    'shared cores; the ratios (main ÷ process, the shares, against the bare echo) are the steadier figures.',
+  ];
+}
+
+/**
+ * What the main thread is behind `n` front-end threads, and the block's figure: the core thread's CPU per request
+ * at c=32 (in-process, HTTP binary) against the issue's whole-server figure and against the goal, a fifth of it,
+ * as measured and calibrated by the bare echo.
+ */
+function threadedHead(n: number, c32: Summary | undefined, slower: number, goal: number): string[] {
+  const ref = REFERENCE.processUsC32;
+  const figure = c32
+    ? (() => {
+        const us = c32.groupUs.main;
+        const cal = us / slower;
+        return [
+          `**The core thread spent ${us1(us)} µs of CPU per request at c=32** (in-process identity, HTTP binary):`,
+          `${(us / ref).toFixed(2)}× the issue's ${ref} µs of whole-server CPU per request, and ${(us / goal).toFixed(2)}× its fifth`,
+          `(${us1(goal)} µs, the goal for a core thread). Calibrated by the bare echo (this machine ran it ${slower.toFixed(2)}× as slow as the`,
+          `machine of the ${ref} µs), that is ${us1(cal)} µs: ${(cal / ref).toFixed(2)}× the ${ref} µs and ${(cal / goal).toFixed(2)}× the ${us1(goal)} µs, ` +
+            `${cal <= goal ? 'within' : 'above'} the goal. One core thread at ${us1(us)} µs carries ≈ ${fmtInt(1e6 / us)} req/s here.`,
+        ];
+      })()
+    : ['**The core thread at c=32 (in-process identity, HTTP binary) was not measured in this run**: it needs 32 in', '`--concurrency` and binary in `--protocols`.'];
+  return [
+    `**Behind ${n} front-end threads the main thread is the core thread**: the front-end threads (\`${FRONT_END_THREAD_PREFIX}<i>\`)`,
+    'accept connections, read sockets, parse, decode tensors, encode and write; the core thread runs the core entry',
+    '(model lookup, validation), scheduling and batching, the in-process callable (a worker instance runs its own on',
+    'its thread), and the hand-off to and from the front-end threads (taking in the requests they decoded, copying',
+    'responses out and posting them back). Its CPU per request bounds what one process serves, however many',
+    'front-end threads it has. Absolute times are noisy on shared cores; the ratios (core ÷ process, the shares,',
+    'against the bare echo) are the steadier figures.',
+    '',
+    ...figure,
+  ];
 }
 
 runBench('bench:cores', WATCHDOG_MS, main);

@@ -8,25 +8,31 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { THREAD_NAMES } from './thread-names';
 
 /** The thread groups a request's CPU is reported over, in report order. */
-export const GROUPS = ['main', 'instances', 'v8', 'libuv', 'other'] as const;
+export const GROUPS = ['main', 'front', 'instances', 'v8', 'libuv', 'other'] as const;
 export type Group = (typeof GROUPS)[number];
 
 /** How each group reads in the report. */
 export const GROUP_LABELS: Record<Group, string> = {
   main: 'main (core) thread',
+  front: 'front-end threads',
   instances: 'worker instances',
   v8: 'V8 platform (GC, compiler)',
   libuv: 'libuv pool',
   other: 'other',
 };
 
+/** How a server's front-end threads are named (lib/server/front-end/front-ends.ts: `tstriton-fe-<index>`). */
+export const FRONT_END_THREAD_PREFIX = 'tstriton-fe-';
+
 /**
  * The group of a thread named `name` (`tid` of process `pid`). Newer Node names its own threads (Node 24:
  * `MainThread`, `V8Worker`, `DelayedTaskSche`, `SignalInspector`, `libuv-worker`, and `WorkerThread` for a worker
- * given no name): those names count too.
+ * given no name): those names count too. Front-end threads (`httpThreadCount` above 1) are workers Node names
+ * after their `name` option, so they are told from worker instances by name.
  */
 export function groupOf(pid: number, tid: number, name: string): Group {
   if (tid === pid) return 'main';
+  if (name.startsWith(FRONT_END_THREAD_PREFIX)) return 'front';
   if (name === THREAD_NAMES.instance || name === 'WorkerThread') return 'instances';
   if (name === THREAD_NAMES.v8 || name.startsWith('V8') || name.startsWith('DelayedTask')) return 'v8';
   if (name === THREAD_NAMES.libuv) return 'libuv';
