@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import * as http from 'node:http';
 import * as net from 'node:net';
 import { join } from 'node:path';
@@ -28,10 +28,12 @@ interface Ports {
   openai: number;
 }
 
-function startServer(): Promise<{ child: ChildProcess; ports: Ports; exited: Promise<number | null> }> {
+/** The fixture server in a process of its own, its settings from `env` (`TSTRITON_*`) besides the fixture's. */
+function startServer(env: NodeJS.ProcessEnv = {}): Promise<{ child: ChildProcess; ports: Ports; exited: Promise<number | null> }> {
   // Tracked: killed after the test if the test has not seen it exit.
   const child = forkTracked(join(ROOT, 'test/fixtures/drain/server.js'), ['20'], {
     cwd: ROOT,
+    env: { ...process.env, ...env },
     execArgv: ['--require', join(ROOT, 'lib/instances/worker/register-ts.js')],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -127,9 +129,12 @@ const httpClient = (api: HttpApi) => async (port: number, tally: Tally, warm: ()
 
 const services = loadProtos('number');
 
-/** One gRPC client (a channel of its own) calling ModelInfer back to back until a call fails. */
-async function grpcClient(port: number, tally: Tally, warm: () => void): Promise<void> {
-  const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+/**
+ * One gRPC client (a channel of its own) calling ModelInfer back to back until a call fails. grpc-js carries the
+ * channels of one address over one connection unless `options` give each its own (a local subchannel pool).
+ */
+const grpcClient = (options: grpc.ChannelOptions = {}) => async (port: number, tally: Tally, warm: () => void): Promise<void> => {
+  const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), options);
   const def = services.inference.ModelInfer as grpc.MethodDefinition<object, ModelInferResponseMessage>;
   const request = {
     model_name: 'double',
@@ -159,30 +164,75 @@ async function grpcClient(port: number, tally: Tally, warm: () => void): Promise
   } finally {
     client.close();
   }
+};
+
+const LOADS = [
+  ['HTTP (keep-alive connections)', httpClient(KSERVE), 'http'],
+  ['gRPC', grpcClient(), 'grpc'],
+  ['the OpenAI port (keep-alive connections)', httpClient(OPENAI), 'openai'],
+] as const;
+
+/** The same loads with a connection per gRPC client, so that the kernel spreads them over the front-end threads. */
+const SPREAD_LOADS = [LOADS[0], ['gRPC (a connection per client)', grpcClient({ 'grpc.use_local_subchannel_pool': 1 }), 'grpc'], LOADS[2]] as const;
+
+/**
+ * The ids of the front-end threads of process `pid` (named `tstriton-fe-<n>`) with the bytes each has written so
+ * far (Linux's per-thread count, its answers included).
+ */
+function frontEndWrites(pid: number): Map<string, number> {
+  const writes = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      if (!readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').startsWith('tstriton-f')) continue;
+      const wchar = readFileSync(`/proc/${pid}/task/${tid}/io`, 'utf8').split('\n').find((l) => l.startsWith('wchar:'));
+      writes.set(tid, Number(wchar?.slice('wchar:'.length)));
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return writes;
+}
+
+/**
+ * 16 clients of `protocol` against the fixture server started with `env`, SIGTERM once each has had its first
+ * answers: every request answered, none reset, exit 0. With `threads`, the server must run that many front-end
+ * threads, and each must have written answers before the signal (the load is on all of them).
+ */
+async function sigtermUnderLoad(client: (typeof LOADS)[number][1], protocol: keyof Ports, env: NodeJS.ProcessEnv = {}, threads?: number): Promise<void> {
+  const { child, ports, exited } = await startServer(env);
+  const pid = child.pid as number;
+  const atStart = threads === undefined ? new Map<string, number>() : frontEndWrites(pid);
+  if (threads !== undefined) expect(atStart.size).toBe(threads);
+  const tally: Tally = { ok: 0, refused: 0, connectionRefused: 0, lost: [] };
+  const warm = countdown(CLIENTS);
+  const clients = Array.from({ length: CLIENTS }, () => client(ports[protocol], tally, warm.tick));
+  await warm.reached;
+  const okAtSignal = tally.ok;
+  const atSignal = threads === undefined ? new Map<string, number>() : frontEndWrites(pid);
+  child.kill('SIGTERM');
+  await Promise.all(clients);
+  const code = await exited;
+  expect(tally.lost).toEqual([]);
+  expect(code).toBe(0);
+  // Every client ran until the server refused it: all of them were under way when the signal came.
+  expect(tally.refused + tally.connectionRefused).toBe(CLIENTS);
+  expect(tally.refused).toBeGreaterThan(0);
+  expect(okAtSignal).toBeGreaterThanOrEqual(CLIENTS * (BEFORE_SIGNAL - 1));
+  // Each front-end thread had answered some of the load (64 bytes: more than a wake-up, less than any answer).
+  expect([...atStart.keys()].map((tid) => (atSignal.get(tid) ?? 0) - (atStart.get(tid) ?? 0) >= 64)).toEqual([...atStart.keys()].map(() => true));
 }
 
 describe('SIGTERM under 16-way load', () => {
-  it.each([
-    ['HTTP (keep-alive connections)', httpClient(KSERVE), 'http'],
-    ['gRPC', grpcClient, 'grpc'],
-    ['the OpenAI port (keep-alive connections)', httpClient(OPENAI), 'openai'],
-  ] as const)('%s: no request lost or reset, the ones after the signal refused, exit 0', async (_label, client, protocol) => {
-    const { child, ports, exited } = await startServer();
-    const tally: Tally = { ok: 0, refused: 0, connectionRefused: 0, lost: [] };
-    const warm = countdown(CLIENTS);
-    const clients = Array.from({ length: CLIENTS }, () => client(ports[protocol], tally, warm.tick));
-    await warm.reached;
-    const okAtSignal = tally.ok;
-    child.kill('SIGTERM');
-    await Promise.all(clients);
-    const code = await exited;
-    expect(tally.lost).toEqual([]);
-    expect(code).toBe(0);
-    // Every client ran until the server refused it: all of them were under way when the signal came.
-    expect(tally.refused + tally.connectionRefused).toBe(CLIENTS);
-    expect(tally.refused).toBeGreaterThan(0);
-    expect(okAtSignal).toBeGreaterThanOrEqual(CLIENTS * (BEFORE_SIGNAL - 1));
-  });
+  it.each(LOADS)('%s: no request lost or reset, the ones after the signal refused, exit 0', (_label, client, protocol) => sigtermUnderLoad(client, protocol));
+});
+
+describe('SIGTERM under 16-way load on 2 front-end threads (TSTRITON_HTTP_THREAD_COUNT=2)', () => {
+  // The 16 connections spread over both threads (the odds that the kernel puts all on one are 2^-15).
+  it.each(SPREAD_LOADS)(
+    '%s: no request lost or reset on any thread, the ones after the signal refused, exit 0',
+    (_label, client, protocol) => sigtermUnderLoad(client, protocol, { TSTRITON_HTTP_THREAD_COUNT: '2' }, 2),
+    120_000,
+  );
 });
 
 // ---- the drain step by step, in process ------------------------------------------------------------

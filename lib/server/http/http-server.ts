@@ -317,6 +317,10 @@ export function sendError(res: http.ServerResponse, err: TritonError): void {
     if (!res.writableEnded) res.destroy(err);
     return;
   }
+  // Refused because the server is stopping: the connection closes too, like every refusal of a stopping server,
+  // also for a request that reached the core only after the stop began (from a front-end thread, or while its body
+  // was read), whose exchange began before the drain.
+  if (err.code === 'UNAVAILABLE' && err.message === STOPPING) res.shouldKeepAlive = false;
   const body = JSON.stringify({ error: err.message });
   const headers: http.OutgoingHttpHeaders = { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) };
   if (err.code === 'UNSUPPORTED' && /compression/i.test(err.message)) headers['Accept-Encoding'] = 'gzip, deflate';

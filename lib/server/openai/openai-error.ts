@@ -1,5 +1,5 @@
 import type * as http from 'node:http';
-import { TritonError, toTritonError, type ErrorCode } from '../../errors';
+import { SERVER_STOPPING_MESSAGE, TritonError, toTritonError, type ErrorCode } from '../../errors';
 
 /** The error object of the OpenAI API: `{"error": {"message", "type", "param", "code"}}`. */
 export interface OpenAiErrorBody {
@@ -59,6 +59,8 @@ export function sendOpenAiError(res: http.ServerResponse, err: unknown): void {
     return;
   }
   const { status, body } = openAiError(err);
+  // Refused because the server is stopping: the connection closes too (see `sendError`).
+  if (body.code === 'unavailable' && body.message === SERVER_STOPPING_MESSAGE) res.shouldKeepAlive = false;
   const text = JSON.stringify({ error: body });
   res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
   res.end(text);
