@@ -77,41 +77,29 @@ export function packRequest(request: InferenceRequest, transfer: ArrayBuffer[]):
 /**
  * The request as the core thread runs it. Node makes a message's typed arrays in its main context; under a vm
  * context (jest) they then fail `instanceof Float32Array`, which validation relies on (a callable's
- * `x.data.map(...)` would make an output of the wrong realm). Each tensor's data is viewed with this context's
- * constructors: no copy, and the same arrays outside such contexts.
+ * `x.data.map(...)` would make an output of the wrong realm). Each tensor's data is then viewed with this
+ * context's constructors: no copy, and the same arrays outside such contexts.
  */
 export function unpackRequest(packed: PackedRequest): PackedRequest {
   const inputs = packed.inputs.map((named) => {
-    const { data } = named.tensor;
-    const local = Array.isArray(data) ? (data as Bytes[]).map(inThisRealm) : inThisRealm(data as unknown as Bytes);
-    return { name: named.name, tensor: { ...named.tensor, data: local as never } };
+    const { dtype, data } = named.tensor;
+    const local = inThisRealm(DTYPES[dtype].array as unknown as ViewConstructor | null, data as unknown as Bytes | Bytes[]);
+    return local === (data as unknown) ? named : { name: named.name, tensor: { ...named.tensor, data: local as never } };
   });
   return { ...packed, inputs };
 }
 
-/** `view` as a typed array of this context (see `unpackRequest`). */
-function inThisRealm(view: Bytes): Bytes {
-  const Ctor = (globalThis as unknown as Record<string, unknown>)[view.constructor.name];
-  if (typeof Ctor !== 'function' || view instanceof Ctor) return view;
-  const { BYTES_PER_ELEMENT: size = 1 } = view as unknown as { BYTES_PER_ELEMENT?: number };
-  return new (Ctor as new (buffer: ArrayBufferLike, offset: number, length: number) => Bytes)(view.buffer, view.byteOffset, view.byteLength / size);
-}
+type ViewConstructor = new (buffer: ArrayBufferLike, offset: number, length: number) => Bytes;
 
-/**
- * The tensors of a request that arrived from a front-end thread, as views made by this realm's own typed-array
- * constructors (no bytes are copied). A message's objects are built in the context its port belongs to, which is
- * not the core's when the server runs inside a vm context (a test runner's sandbox), where `instanceof` checks
- * would then fail.
- */
-export function adoptTensors(inputs: readonly NamedTensor[]): NamedTensor[] {
-  return inputs.map(({ name, tensor }) => {
-    const { array } = DTYPES[tensor.dtype];
-    const data = tensor.data as unknown as Bytes | Bytes[];
-    const adopted = Array.isArray(data)
-      ? data.map((e) => new Uint8Array(e.buffer, e.byteOffset, e.byteLength))
-      : new (array as unknown as new (buffer: ArrayBufferLike, offset: number, length: number) => Bytes)(data.buffer, data.byteOffset, (data as unknown as { length: number }).length);
-    return { name, tensor: { ...tensor, data: adopted as never } };
-  });
+/** `data` (a typed array, or BYTES' array of Uint8Array when `array` is null) as this context's typed arrays. */
+function inThisRealm(array: ViewConstructor | null, data: Bytes | Bytes[]): Bytes | Bytes[] {
+  const view = (Ctor: ViewConstructor, v: Bytes): Bytes =>
+    v instanceof Ctor ? v : new Ctor(v.buffer, v.byteOffset, v.byteLength / ((Ctor as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT ?? 1));
+  if (array === null) {
+    const elements = data as Bytes[];
+    return elements.every((e) => e instanceof Uint8Array) ? elements : elements.map((e) => view(Uint8Array as unknown as ViewConstructor, e));
+  }
+  return view(array, data as Bytes);
 }
 
 /** A response's outputs, each tensor's bytes copied out of buffers the core may still use (a batch, the cache). */

@@ -2,7 +2,7 @@ import { runInNewContext } from 'node:vm';
 import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
 import { Cancellation } from '../../../lib/cancellation';
 import type { InferenceRequest, InferenceResponse } from '../../../lib/model/inference';
-import { adoptTensors, packRequest, packResponse, type PackedRequest, type PackedResponse } from '../../../lib/server/front-end/messages';
+import { packRequest, unpackRequest, packResponse, type PackedRequest, type PackedResponse } from '../../../lib/server/front-end/messages';
 
 /** Posts `value` through a real MessageChannel with `transfer`, and reads it back on the other side. */
 function cross<T>(value: T, transfer: ArrayBuffer[]): T {
@@ -74,12 +74,12 @@ describe('front-end thread messages', () => {
     expect(y.buffer.byteLength).toBe(8);
   });
 
-  it("adopt arrived tensors as this realm's typed arrays over the same bytes", () => {
+  it("view arrived tensors with this realm's typed arrays over the same bytes", () => {
     // A BigInt64Array made in another realm, as a message's objects are when the core runs in a vm context.
     const foreign = runInNewContext('new BigInt64Array([5n, 6n])') as BigInt64Array;
     expect(foreign instanceof BigInt64Array).toBe(false);
-    const packed = { inputs: [{ name: 'x', tensor: { dtype: 'INT64', shape: [2], data: foreign } }] } as unknown as PackedRequest;
-    const [x] = adoptTensors(packed.inputs);
+    const packed = { modelName: 'm', id: '', parameters: {}, inputs: [{ name: 'x', tensor: { dtype: 'INT64', shape: [2], data: foreign } }] } as unknown as PackedRequest;
+    const [x] = unpackRequest(packed).inputs;
     expect(x!.tensor.data).toBeInstanceOf(BigInt64Array);
     expect(Array.from(x!.tensor.data as BigInt64Array)).toEqual([5n, 6n]);
     expect((x!.tensor.data as BigInt64Array).buffer).toBe(foreign.buffer);
