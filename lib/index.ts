@@ -36,6 +36,7 @@ export type {
   TritonConfigInit,
   TimeoutAction,
   LogLevel,
+  GpuExecutionProvider,
   ModelConfigJson,
   SequenceBatchingInit,
   SequenceControlInit,

@@ -1,7 +1,7 @@
 import type { InferCallable } from './callable';
 import { isMarkedCallable } from './callable-marks';
 import { TritonError } from './errors';
-import type { InstanceContext } from './instance-context';
+import type { InstanceContext, InstanceReport } from './instance-context';
 
 /**
  * What `bind()` accepts as `inferFunc`: a raw callable, an object with a decorated method, a class, a factory
@@ -16,6 +16,8 @@ export interface LifecycleHooks {
   initialize?(context: InstanceContext): unknown;
   /** Called once when the instance closes, after its last batch; awaited. */
   finalize?(): unknown;
+  /** Called once after `initialize`: what the instance says of itself (structured-cloneable), see `InstanceReport`. */
+  report?(): InstanceReport;
 }
 
 /** What an instance factory (or a class) may produce: a raw callable or an object with a decorated method. */
@@ -58,6 +60,7 @@ export interface LoadedCallable {
   readonly callable: InferCallable;
   readonly initialize?: (context: InstanceContext) => unknown;
   readonly finalize?: () => unknown;
+  readonly report?: () => InstanceReport;
 }
 
 /**
@@ -103,6 +106,7 @@ export function loadCallable(entry: unknown, modelName: string): LoadedCallable 
     callable,
     initialize: typeof hooks.initialize === 'function' ? hooks.initialize.bind(entry) : undefined,
     finalize: typeof hooks.finalize === 'function' ? hooks.finalize.bind(entry) : undefined,
+    report: typeof hooks.report === 'function' ? hooks.report.bind(entry) : undefined,
   };
 }
 

@@ -10,6 +10,15 @@ export interface Device {
   readonly id: number;
 }
 
+/**
+ * What an instance says of itself once started (a callable's `report()` hook): an ONNX instance names the
+ * execution provider its session runs on, which the model's config then reports.
+ */
+export interface InstanceReport {
+  /** The onnxruntime execution provider: `cpu`, `cuda` or `webgpu`. */
+  readonly executionProvider?: string;
+}
+
 /** What an instance learns when it starts, as Triton's Python backend `initialize(args)`. */
 export interface InstanceContext {
   readonly modelName: string;

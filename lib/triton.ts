@@ -113,6 +113,7 @@ export class Triton implements ServerCore, AsyncDisposable {
       customMetrics: (model, version) => this.metrics.custom.forModel(model, version),
       bls: this.bls.handle,
       onUnrecoverable: (err, model) => this.onUnrecoverable(err, model),
+      gpuExecutionProvider: this.config.gpuExecutionProvider,
     };
     this.entry = new InferEntry({
       repository: this.repository,

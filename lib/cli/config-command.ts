@@ -1,5 +1,5 @@
 import { formatModelConfigText } from '../config/model-config-text';
-import { TritonConfig } from '../config/triton-config';
+import { envName, TritonConfig, type GpuExecutionProvider } from '../config/triton-config';
 import { Triton, type BindOptions } from '../triton';
 import { usageError, type ParsedArgs } from './flags';
 import { onnxBindings } from './onnx-file';
@@ -13,8 +13,11 @@ import { onnxBindings } from './onnx-file';
 export async function configText(args: ParsedArgs): Promise<string> {
   if (args.positionals.length !== 1) throw usageError(`config takes one .onnx file, got ${args.positionals.length} (see tstriton config --help)`);
   const [binding] = onnxBindings(args.positionals, args.flags);
-  // A server that never starts: binding derives the config without loading the model.
-  const triton = new Triton(new TritonConfig({ allowHttp: false, allowGrpc: false, allowMetrics: false, logLevel: 'silent' }));
+  // A server that never starts: binding derives the config without loading the model. The GPU provider comes from
+  // the flag or its variable, as `serve` takes it.
+  const gpu = envName('gpuExecutionProvider');
+  const settings = { allowHttp: false, allowGrpc: false, allowMetrics: false, logLevel: 'silent' as const, gpuExecutionProvider: args.flags.get('gpu-execution-provider') as GpuExecutionProvider | undefined };
+  const triton = new Triton(TritonConfig.fromEnv({ [gpu]: process.env[gpu] }, settings));
   try {
     return formatModelConfigText(triton.bind(binding as BindOptions).configJson);
   } finally {

@@ -1,5 +1,5 @@
 import { TritonError } from '../errors';
-import { envName, LOG_LEVELS, MODEL_CONTROL_MODES, type TritonConfigInit } from '../config/triton-config';
+import { envName, GPU_EXECUTION_PROVIDERS, LOG_LEVELS, MODEL_CONTROL_MODES, type TritonConfigInit } from '../config/triton-config';
 
 /** The commands of the `tstriton` command line. */
 export const COMMANDS = ['serve', 'config'] as const;
@@ -50,6 +50,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'max-batch-size', kind: 'integer', default: '4 (0 when the model cannot batch)', commands: BOTH, placeholder: 'n', summary: 'largest batch of the .onnx model' },
   { name: 'instances', kind: 'integer', default: '1', commands: BOTH, placeholder: 'n', summary: 'CPU instances (worker threads) of the .onnx model' },
   { name: 'device', kind: 'string', repeatable: true, default: 'cpu', commands: BOTH, placeholder: 'cpu|gpu:N', summary: 'one instance of the .onnx model per --device, instead of --instances' },
+  { name: 'gpu-execution-provider', kind: 'enum', values: GPU_EXECUTION_PROVIDERS, field: 'gpuExecutionProvider', commands: BOTH, summary: 'what the GPU instances of ONNX models run on: auto (CUDA when its libraries load, else WebGPU), cuda or webgpu (gpu:0 only)' },
   // Model control.
   { name: 'model-control-mode', kind: 'enum', values: MODEL_CONTROL_MODES, field: 'modelControlMode', triton: '--model-control-mode', commands: SERVE, summary: 'none: load everything at start; explicit: load/unload API; poll: follow the repositories' },
   { name: 'load-model', kind: 'string', repeatable: true, field: 'loadModel', triton: '--load-model', commands: SERVE, placeholder: 'name', summary: 'with explicit model control, a repository model to load at start (* for all)' },

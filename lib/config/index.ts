@@ -14,8 +14,8 @@ export type {
 } from './sequence-batching';
 export type { BatchInputInit, BatchInputKind, BatchOutputInit } from './ragged-batching';
 export type { ModelConfigInit, DynamicBatcherInit, QueuePolicyInit, WarmupSettingInit, WarmupInputInit, TimeoutAction } from './model-config';
-export { TritonConfig, LOG_LEVELS, envName } from './triton-config';
-export type { TritonConfigInit, LogLevel } from './triton-config';
+export { TritonConfig, LOG_LEVELS, GPU_EXECUTION_PROVIDERS, envName } from './triton-config';
+export type { TritonConfigInit, LogLevel, GpuExecutionProvider } from './triton-config';
 export { buildModelConfigJson, toPbtxt } from './triton-model-config';
 export type { ModelDescription, InstanceGroupDescription, ModelConfigJson } from './triton-model-config';
 export { validateOrThrow } from './validate';

@@ -15,6 +15,14 @@ export const MODEL_CONTROL_MODES = ['none', 'explicit', 'poll'] as const;
 /** A model control mode. */
 export type ModelControlMode = (typeof MODEL_CONTROL_MODES)[number];
 
+/**
+ * Which onnxruntime execution provider a GPU instance (`gpu:N`, `KIND_GPU`) runs on: `auto` takes CUDA when its
+ * libraries load, else WebGPU (onnxruntime-node's bundled Dawn over Vulkan); `cuda` and `webgpu` take that one only.
+ */
+export const GPU_EXECUTION_PROVIDERS = ['auto', 'cuda', 'webgpu'] as const;
+/** A GPU execution provider setting. */
+export type GpuExecutionProvider = (typeof GPU_EXECUTION_PROVIDERS)[number];
+
 /** Plain-object form of TritonConfig. */
 export interface TritonConfigInit {
   httpAddress?: string;
@@ -49,6 +57,7 @@ export interface TritonConfigInit {
   allowCpuMetrics?: boolean;
   allowGpuMetrics?: boolean;
   nvidiaSmiPath?: string;
+  gpuExecutionProvider?: GpuExecutionProvider;
   modelControlMode?: ModelControlMode;
   modelRepository?: readonly string[];
   loadModel?: readonly string[];
@@ -104,6 +113,7 @@ const KEYS = [
   'allowCpuMetrics',
   'allowGpuMetrics',
   'nvidiaSmiPath',
+  'gpuExecutionProvider',
   'modelControlMode',
   'modelRepository',
   'loadModel',
@@ -307,6 +317,17 @@ export class TritonConfig {
   /** The nvidia-smi the GPU metrics run (a name on the PATH, or a path). */
   @IsString()
   nvidiaSmiPath = 'nvidia-smi';
+
+  /**
+   * The execution provider of the ONNX models' GPU instances (`gpu:N`, `instance_group { kind: KIND_GPU }`):
+   * `auto` (the default) takes onnxruntime's CUDA provider when its libraries load (CUDA 12, cuDNN 9 and
+   * onnxruntime-node's CUDA provider files), else its bundled WebGPU provider (Dawn over Vulkan: the Vulkan and
+   * GL loaders and the NVIDIA driver's Vulkan ICD); `cuda` or `webgpu` takes that one only. A model's own
+   * `gpu_execution_accelerator` (or `onnxModel({ gpuExecutionProvider })`) wins. WebGPU runs on the first GPU
+   * only: it refuses `gpu:N` with N > 0 (docs/onnx.md#gpu-instances).
+   */
+  @IsIn(GPU_EXECUTION_PROVIDERS, { message: `gpuExecutionProvider must be one of ${GPU_EXECUTION_PROVIDERS.join(', ')}` })
+  gpuExecutionProvider: GpuExecutionProvider = 'auto';
 
   /**
    * Triton's `--model-control-mode`: `none` (the default) loads every bound model at start and refuses the

@@ -22,6 +22,11 @@ export interface ModelDescription {
   config: ModelConfig;
   instanceGroups: readonly InstanceGroupDescription[];
   defaultModelFilename?: string;
+  /**
+   * `optimization.execution_accelerators.gpu_execution_accelerator`, by name: the onnxruntime providers of the GPU
+   * instances (`tensorrt`, `cuda`, `webgpu`).
+   */
+  gpuExecutionAccelerators?: readonly string[];
   /** Extra top-level fields (e.g. `ensemble_scheduling`). */
   extra?: Record<string, unknown>;
 }
@@ -73,6 +78,9 @@ export function buildModelConfigJson(d: ModelDescription): ModelConfigJson {
     batch_output: c.batchOutput.map(batchOutputJson),
     optimization: {
       priority: 'PRIORITY_DEFAULT',
+      ...(d.gpuExecutionAccelerators && d.gpuExecutionAccelerators.length > 0
+        ? { execution_accelerators: { gpu_execution_accelerator: d.gpuExecutionAccelerators.map((name) => ({ name, parameters: {} })), cpu_execution_accelerator: [] } }
+        : {}),
       input_pinned_memory: { enable: true },
       output_pinned_memory: { enable: true },
       gather_kernel_buffer_threshold: 0,

@@ -2,7 +2,7 @@ import { TritonError } from '../errors';
 import { type InferCallable, type Request, type Response, type StreamItem, isAsyncIterable } from '../callable';
 import { buildCallable, loadCallable, needsContext, type InstanceTarget, type LoadedCallable } from '../infer-func';
 import { HealthListeners } from './health-listeners';
-import type { Device, HealthEvent, Instance, InstanceContext } from './instance';
+import type { Device, HealthEvent, Instance, InstanceContext, InstanceReport } from './instance';
 import { checkResponses, startError } from './instance-errors';
 
 type State = 'new' | 'starting' | 'ready' | 'closing' | 'closed';
@@ -20,6 +20,8 @@ export class InProcessInstance implements Instance {
   private state: State = 'new';
   private closing: Promise<void> | undefined;
   private readonly health = new HealthListeners();
+  /** What the callable said of itself when the instance started. */
+  report: InstanceReport | undefined;
 
   constructor(
     readonly name: string,
@@ -47,6 +49,7 @@ export class InProcessInstance implements Instance {
     try {
       this.loaded ??= await buildCallable(this.entry, context);
       await this.loaded.initialize?.(context);
+      this.report = this.loaded.report?.();
     } catch (err) {
       this.loaded = undefined;
       this.state = 'closed';

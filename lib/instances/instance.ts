@@ -1,8 +1,8 @@
 import { TritonError } from '../errors';
 import type { Request, Response, StreamItem } from '../callable';
-import type { Device, InstanceContext } from '../instance-context';
+import type { Device, InstanceContext, InstanceReport } from '../instance-context';
 
-export type { Device, DeviceKind, InstanceContext } from '../instance-context';
+export type { Device, DeviceKind, InstanceContext, InstanceReport } from '../instance-context';
 
 /** Executes batches of requests. One batch is one unit of work. */
 export interface Instance {
@@ -17,6 +17,8 @@ export interface Instance {
    * (backing off after repeated failures, failed for good, closed).
    */
   readonly recovering?: boolean;
+  /** What the instance said of itself when it last started (an ONNX instance: its execution provider). */
+  readonly report?: InstanceReport;
   /** Executions it may run at once; 1 (one batch at a time) when absent. */
   readonly maxConcurrency?: number;
   /**

@@ -4,7 +4,7 @@ import type { Request, Response, StreamItem } from '../callable';
 import type { CustomMetric, CustomMetricFamily } from '../custom-metrics';
 import { TritonError, UnrecoverableError } from '../errors';
 import { HealthListeners } from './health-listeners';
-import type { Device, HealthEvent, Instance, InstanceContext } from './instance';
+import type { Device, HealthEvent, Instance, InstanceContext, InstanceReport } from './instance';
 import { BatchNotStarted, startError } from './instance-errors';
 import { deserializeError } from './worker/error-transfer';
 import type { FromWorker, ToWorker, WorkerInit } from './worker/messages';
@@ -47,6 +47,8 @@ export class WorkerInstance implements Instance {
   private onClosed: ((error: Error | undefined) => void) | undefined;
   private closing: Promise<void> | undefined;
   private readonly health = new HealthListeners();
+  /** What the worker's callable said of itself when it last started. */
+  report: InstanceReport | undefined;
 
   constructor(
     readonly name: string,
@@ -133,6 +135,7 @@ export class WorkerInstance implements Instance {
       worker.on('message', (msg: FromWorker) => {
         if (msg.type === 'ready') {
           ready = true;
+          this.report = msg.report;
           resolve();
         } else if (msg.type === 'start-failed') {
           failStart(deserializeError(msg.error));

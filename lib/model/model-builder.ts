@@ -5,6 +5,7 @@ import { TritonError, type UnrecoverableError } from '../errors';
 import type { InferFunc } from '../infer-func';
 import { createInstances } from '../instances/create-instances';
 import { isOnnxModelSpec, resolveOnnxBinding, type OnnxModelSpec } from '../onnx/onnx-model';
+import type { GpuExecutionProvider } from '../config/triton-config';
 import type { Tracer } from '../trace';
 import type { CustomMetrics } from '../custom-metrics';
 import { attachChatTemplate, compileChatTemplate, type ChatTemplate } from './chat-template';
@@ -55,6 +56,8 @@ export interface BuildContext {
   readonly bls: BlsHandler;
   /** Called when the model's callable throws UnrecoverableError. */
   readonly onUnrecoverable: (err: UnrecoverableError, model: Model) => void;
+  /** The server's `gpuExecutionProvider`: what the ONNX models' GPU instances run on, unless a model names its own. */
+  readonly gpuExecutionProvider?: GpuExecutionProvider;
 }
 
 const MODEL_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
@@ -78,7 +81,7 @@ export function checkBinding(options: BindOptions, repository: ModelRepository):
 
 /** Builds a model and its instances from its binding (at bind, and again when it is loaded after an unload). */
 export function buildModel(options: BuildOptions, modelName: string, version: number, server: BuildContext): Model {
-  const onnx = isOnnxModelSpec(options.inferFunc) ? resolveOnnxBinding(options.inferFunc, modelName, options) : undefined;
+  const onnx = isOnnxModelSpec(options.inferFunc) ? resolveOnnxBinding(options.inferFunc, modelName, options, { gpuExecutionProvider: server.gpuExecutionProvider }) : undefined;
   const config = onnx?.config ?? (options.config instanceof ModelConfig ? options.config : new ModelConfig(options.config));
   validateOrThrow(config, `ModelConfig of model '${modelName}'`);
   const chatTemplate = compileChatTemplate(options.chatTemplate, modelName);
@@ -125,6 +128,7 @@ export function buildModel(options: BuildOptions, modelName: string, version: nu
     configExtra: { ...options.configExtra, ...ensembleFields?.configExtra },
     bls: server.bls,
     defaultModelFilename: onnx?.defaultModelFilename,
+    gpuExecutionAccelerators: onnx?.gpuExecutionAccelerators,
     name: modelName,
     version: String(version),
     inputs,

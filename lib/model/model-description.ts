@@ -1,6 +1,7 @@
 import { buildModelConfigJson, type ModelConfigJson, type ModelDescription } from '../config/triton-model-config';
 import type { NamedTensorSpec } from '../config/tensor-spec';
 import type { Instance } from '../instances/instance';
+import { GPU_PROVIDERS, type GpuProvider } from '../onnx/onnx-runner';
 import type { ModelMetadata } from '../protocol/model-metadata';
 
 
@@ -16,6 +17,7 @@ export interface DescribedModel {
   readonly backend?: string;
   readonly defaultModelFilename?: string;
   readonly instanceGroups?: ModelDescription['instanceGroups'];
+  readonly gpuExecutionAccelerators?: readonly string[];
   readonly configExtra?: Record<string, unknown>;
 }
 
@@ -30,6 +32,7 @@ export function describeModel(init: DescribedModel, maxBatchSize: number): { con
     outputs: init.outputs,
     config: init.config,
     instanceGroups: init.instanceGroups ?? groupInstances(init.instances),
+    gpuExecutionAccelerators: reportedAccelerators(init),
     extra: init.configExtra,
   };
   const batchDim = maxBatchSize > 0 ? [-1] : [];
@@ -42,6 +45,17 @@ export function describeModel(init: DescribedModel, maxBatchSize: number): { con
     outputs: init.outputs.map(specJson),
   };
   return { configJson: buildModelConfigJson(description), metadata };
+}
+
+/**
+ * The GPU accelerators the config reports: those of the binding until the instances start, then the accelerators
+ * asked for (`tensorrt`) followed by the execution providers the GPU instances reported, in instance order.
+ */
+function reportedAccelerators(init: DescribedModel): readonly string[] | undefined {
+  const reported = init.instances.filter((i) => i.device.kind === 'gpu').map((i) => i.report?.executionProvider);
+  if (reported.length === 0 || reported.some((p) => p === undefined)) return init.gpuExecutionAccelerators;
+  const providers = [...new Set(reported as string[])];
+  return [...(init.gpuExecutionAccelerators ?? []).filter((a) => !GPU_PROVIDERS.includes(a as GpuProvider)), ...providers];
 }
 
 function groupInstances(instances: readonly Instance[]): ModelDescription['instanceGroups'] {

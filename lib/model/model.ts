@@ -6,7 +6,7 @@ import { warmupRequests } from './warmup';
 import { ModelStatistics, type LatencyObserver } from './model-statistics';
 import type { ModelConfigJson, ModelDescription } from '../config/triton-model-config';
 import type { ModelMetadata } from '../protocol/model-metadata';
-import { describeModel } from './model-description';
+import { describeModel, type DescribedModel } from './model-description';
 import type { NamedTensorSpec } from '../config/tensor-spec';
 import type { ModelConfig } from '../config/model-config';
 import { TritonError, UnrecoverableError, failureReason } from '../errors';
@@ -47,6 +47,8 @@ export interface ModelInit {
   instanceGroups?: ModelDescription['instanceGroups'];
   /** Extra config fields (e.g. `ensemble_scheduling`). */
   configExtra?: Record<string, unknown>;
+  /** The GPU execution accelerators the config reports until the instances report their own (ONNX models). */
+  gpuExecutionAccelerators?: readonly string[];
   /** The server's response cache, when this model's config enables it. */
   responseCache?: ResponseCache;
   /** Records traces of the requests the trace settings sample. */
@@ -78,7 +80,8 @@ export class Model {
   readonly instances: readonly Instance[];
   /** The dynamic batcher, or the sequence batcher of a model with `sequenceBatching`. */
   readonly scheduler: RequestScheduler<ValidatedOutputs>;
-  readonly configJson: ModelConfigJson;
+  /** The generated config; once the instances started, with what they reported (the GPU execution providers). */
+  configJson: ModelConfigJson;
   readonly metadata: ModelMetadata;
   readonly statistics = new ModelStatistics();
   state: ModelState = 'LOADING';
@@ -91,6 +94,8 @@ export class Model {
   private readonly responses: ResponseValidator;
   private readonly maxBatchSize: number;
   private readonly bls: BlsHandler | undefined;
+  /** What the config is generated from. */
+  private readonly described: DescribedModel;
   private readonly cache: ResponseCache | undefined;
   private readonly tracer: Tracer | undefined;
   private readonly customMetrics: CustomMetrics | undefined;
@@ -153,6 +158,7 @@ export class Model {
         this.scheduler.wake();
       });
     }
+    this.described = init;
     ({ configJson: this.configJson, metadata: this.metadata } = describeModel(init, this.maxBatchSize));
   }
 
@@ -192,6 +198,7 @@ export class Model {
           }),
         ),
       );
+      if (this.instances.some((i) => i.report !== undefined)) this.configJson = describeModel(this.described, this.maxBatchSize).configJson;
       for (const setting of this.config.warmup) {
         for (const instance of this.instances) {
           for (let i = 0; i < setting.count; i++) {

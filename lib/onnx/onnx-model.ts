@@ -5,7 +5,8 @@ import type { TensorSpecInit } from '../config/tensor-spec';
 import { TritonError } from '../errors';
 import { parseDevice, type Device } from '../instances/instance';
 import { workers, type WorkerOptions, type WorkerSpec } from '../instances/worker-spec';
-import type { OnnxRunnerSettings } from './onnx-runner';
+import { GPU_EXECUTION_PROVIDERS, type GpuExecutionProvider } from '../config/triton-config';
+import { webgpuFirstGpuOnly, type OnnxRunnerSettings } from './onnx-runner';
 import { isBatchable, readOnnxSignature, type OnnxSignature, type OnnxTensorSignature } from './onnx-signature';
 
 /** Marks the objects `onnxModel()` returns. */
@@ -28,6 +29,11 @@ export interface OnnxModelInit {
    * `optimization.execution_accelerators`; the load fails naming it when this onnxruntime build lacks it.
    */
   executionProviders?: readonly string[];
+  /**
+   * What the GPU instances run on: `'auto'` (CUDA when its libraries load, else WebGPU), `'cuda'` or `'webgpu'`;
+   * the server's `gpuExecutionProvider` by default. WebGPU serves `gpu:0` only.
+   */
+  gpuExecutionProvider?: GpuExecutionProvider;
   /** Settings of the worker threads (heap limits, restart delays). */
   workerOptions?: WorkerOptions;
 }
@@ -66,6 +72,12 @@ export interface OnnxBinding {
   platform: string;
   backend: string;
   defaultModelFilename: string;
+  /**
+   * What the config's `optimization.execution_accelerators.gpu_execution_accelerator` reports before the instances
+   * start: the accelerators asked for (`tensorrt`) and the GPU provider when one is set; the instances' own reports
+   * replace the provider once they run (Model.load).
+   */
+  gpuExecutionAccelerators: string[];
 }
 
 /**
@@ -77,6 +89,7 @@ export function resolveOnnxBinding(
   spec: OnnxModelSpec,
   modelName: string,
   overrides: { inputs?: readonly TensorSpecInit[]; outputs?: readonly TensorSpecInit[]; config?: ModelConfig | ModelConfigInit },
+  server: { gpuExecutionProvider?: GpuExecutionProvider } = {},
 ): OnnxBinding {
   const where = `model '${modelName}' (${spec.path})`;
   const config = overrides.config instanceof ModelConfig ? overrides.config : new ModelConfig({ maxBatchSize: spec.init.maxBatchSize ?? 4, batching: spec.batching, ...overrides.config });
@@ -89,6 +102,7 @@ export function resolveOnnxBinding(
   const outputs = reconcile('output', spec.signature.outputs.map(derive), overrides.outputs, where);
   const devices = (spec.init.devices ?? ['cpu']).map((d) => parseDevice(d));
   const cpuInstances = Math.max(1, devices.filter((d) => d.kind === 'cpu').length);
+  const gpuExecutionProvider = gpuProviderOf(spec, server, devices, where);
   const settings: OnnxRunnerSettings = {
     path: spec.path,
     batching: config.batching,
@@ -97,8 +111,15 @@ export function resolveOnnxBinding(
     interOpNumThreads: spec.init.interOpNumThreads,
     graphOptimizationLevel: spec.init.graphOptimizationLevel,
     executionProviders: spec.init.executionProviders && [...spec.init.executionProviders],
+    gpuExecutionProvider,
     reshape: reshapes([...inputs, ...outputs]),
   };
+  const onGpu = devices.some((d) => d.kind === 'gpu');
+  const named = onGpu || spec.init.gpuExecutionProvider !== undefined ? gpuExecutionProvider : 'auto';
+  const gpuExecutionAccelerators = [
+    ...(onGpu ? (spec.init.executionProviders ?? []).filter((p) => p === 'tensorrt') : []),
+    ...(named !== 'auto' ? [named] : []),
+  ];
   const module = path.join(__dirname, `onnx-worker${path.extname(__filename)}`);
   return {
     inputs,
@@ -108,7 +129,23 @@ export function resolveOnnxBinding(
     platform: 'onnxruntime_onnx',
     backend: 'onnxruntime',
     defaultModelFilename: path.basename(spec.path),
+    gpuExecutionAccelerators,
   };
+}
+
+/**
+ * The GPU provider setting of a model: its own, else the server's, else `auto`. WebGPU, named, refuses `gpu:N`
+ * with N > 0 here, at bind; with `auto` such an instance tries CUDA only (OnnxRunner.create).
+ */
+function gpuProviderOf(spec: OnnxModelSpec, server: { gpuExecutionProvider?: GpuExecutionProvider }, devices: readonly Device[], where: string): GpuExecutionProvider {
+  const own = spec.init.gpuExecutionProvider;
+  if (own !== undefined && !(GPU_EXECUTION_PROVIDERS as readonly string[]).includes(own)) {
+    throw new TritonError('INVALID_CONFIG', `${where}: gpuExecutionProvider must be one of ${GPU_EXECUTION_PROVIDERS.join(', ')}, got ${JSON.stringify(own)}`);
+  }
+  const setting = own ?? server.gpuExecutionProvider ?? 'auto';
+  const far = devices.find((d) => d.kind === 'gpu' && d.id > 0);
+  if (setting === 'webgpu' && far) throw new TritonError('INVALID_CONFIG', `${where}: ${webgpuFirstGpuOnly(far.id)}`);
+  return setting;
 }
 
 /** The model's tensors, with the user's names/shapes where given; every model tensor must appear once. */

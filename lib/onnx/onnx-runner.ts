@@ -1,5 +1,6 @@
 import type * as ort from 'onnxruntime-node';
 import type { Request, Response } from '../callable';
+import type { GpuExecutionProvider } from '../config/triton-config';
 import { TritonError, invalidArgument } from '../errors';
 import type { Device } from '../instances/instance';
 import { DTYPES, type DataType, type TensorData } from '../tensor/dtype';
@@ -18,20 +19,68 @@ export interface OnnxRunnerSettings {
   graphOptimizationLevel?: 'disabled' | 'basic' | 'extended' | 'all';
   /** Extra execution providers to try before the device's (advanced). */
   executionProviders?: string[];
+  /** What a GPU instance runs on: `auto` (the default) tries CUDA, then WebGPU. */
+  gpuExecutionProvider?: GpuExecutionProvider;
   /** Tensors whose dims differ between the client (`served`) and the model (`model`), without the batch dim. */
   reshape?: Record<string, { served: number[]; model: number[] }>;
 }
 
-/** How to install the GPU libraries onnxruntime-node needs for the CUDA execution provider. */
-export const CUDA_INSTALL_HINT =
-  "the CUDA execution provider is not available: reinstall onnxruntime-node with its GPU libraries (`npm install onnxruntime-node --onnxruntime-node-install=cuda12`, or remove `onnxruntime-node-install=skip` from .npmrc) on a machine with CUDA 12 and cuDNN 9";
+/** The onnxruntime execution providers a GPU instance can run on, in the order `auto` tries them. */
+export const GPU_PROVIDERS = ['cuda', 'webgpu'] as const;
+/** A GPU instance's execution provider. */
+export type GpuProvider = (typeof GPU_PROVIDERS)[number];
 
-/** The execution providers for a device: CPU, or CUDA with its device id. */
-export function executionProvidersFor(device: Device, extra: readonly string[] = []): (string | { name: 'cuda'; deviceId: number })[] {
-  const providers: (string | { name: 'cuda'; deviceId: number })[] = [...extra];
-  if (device.kind === 'gpu') providers.push({ name: 'cuda', deviceId: device.id });
+/** What the CUDA execution provider needs, for the error a GPU instance fails with. */
+export const CUDA_NEEDS =
+  "onnxruntime-node's CUDA provider libraries (`npm install onnxruntime-node --onnxruntime-node-install=cuda12`, or remove `onnxruntime-node-install=skip` from .npmrc) and CUDA 12 and cuDNN 9 libraries on the library path";
+
+/** What the WebGPU execution provider (Dawn over Vulkan, bundled with onnxruntime-node on Linux x64) needs. */
+export const WEBGPU_NEEDS =
+  "the Vulkan and GL loaders (Debian and Ubuntu packages libvulkan1 libglvnd0 libegl1 libgl1 libglx0 libgles2 libopengl0) and the NVIDIA driver's Vulkan ICD (nvidia_icd.json; in a container NVIDIA_DRIVER_CAPABILITIES must include graphics, and VK_DRIVER_FILES names the ICD file where it is not in a standard place)";
+
+/** Why WebGPU refuses `gpu:N` with N > 0. */
+export function webgpuFirstGpuOnly(id: number): string {
+  return `the WebGPU execution provider runs on the first GPU only (onnxruntime-node has no setting that chooses another adapter), so it does not serve gpu:${id}: give the process that GPU alone (NVIDIA_VISIBLE_DEVICES=${id}) and use gpu:0, or use the CUDA execution provider`;
+}
+
+const PROVIDER_NAMES: Record<GpuProvider, string> = { cuda: 'CUDA', webgpu: 'WebGPU' };
+const PROVIDER_NEEDS: Record<GpuProvider, string> = { cuda: CUDA_NEEDS, webgpu: WEBGPU_NEEDS };
+/** Failures that say the provider cannot start here (missing libraries, no adapter), not that the model is broken. */
+const PROVIDER_FAILURE: Record<GpuProvider, RegExp> = {
+  cuda: /cuda|cudnn|cublas|libonnxruntime_providers|provider|shared librar/i,
+  webgpu: /webgpu|wgpu|adapter|dawn|vulkan/i,
+};
+
+/** An execution provider as onnxruntime-node takes it. */
+type ProviderEntry = string | { name: 'cuda'; deviceId: number } | { name: 'webgpu' };
+
+/** The execution providers for a device: CPU, or the GPU provider (CUDA with its device id, or WebGPU). */
+export function executionProvidersFor(device: Device, extra: readonly string[] = [], gpu: GpuProvider = 'cuda'): ProviderEntry[] {
+  const providers: ProviderEntry[] = [...extra];
+  if (device.kind === 'gpu') providers.push(gpu === 'cuda' ? { name: 'cuda', deviceId: device.id } : { name: 'webgpu' });
   else providers.push('cpu');
   return providers;
+}
+
+/** The part of an onnxruntime error that says why: its first line, without the source location and check. */
+function reason(message: string): string {
+  const first = (message.split('\n').find((l) => l.trim() !== '') ?? message).trim();
+  const checked = /\bwas false\.\s*(.+)$/.exec(first);
+  return (checked ? (checked[1] as string) : first).replace(/\.$/, '');
+}
+
+/** Why a GPU provider did not start; `needs` when what it needs is worth saying. */
+interface ProviderFailure {
+  provider: GpuProvider;
+  why: string;
+  needs: boolean;
+}
+
+/** The error of a GPU instance that no provider could start, naming each provider tried, why it failed and what it needs. */
+function noGpuProvider(path: string, device: Device, setting: GpuExecutionProvider, failures: readonly ProviderFailure[]): TritonError {
+  const tried = failures.map((f) => `${PROVIDER_NAMES[f.provider]}: ${f.why}${f.needs ? `; it needs ${PROVIDER_NEEDS[f.provider]}` : ''}`);
+  const what = setting === 'auto' ? 'neither GPU execution provider (CUDA, WebGPU) can start' : `the ${PROVIDER_NAMES[setting]} execution provider (gpuExecutionProvider '${setting}') cannot start`;
+  return new TritonError('INTERNAL', `cannot run '${path}' on gpu:${device.id}: ${what}. ${tried.join('. ')} (docs/onnx.md#gpu-instances)`);
 }
 
 /**
@@ -45,27 +94,52 @@ export class OnnxRunner {
     private readonly ortModule: OrtModule,
     private readonly session: ort.InferenceSession,
     private readonly settings: OnnxRunnerSettings,
+    private readonly provider: 'cpu' | GpuProvider,
   ) {}
 
-  /** Creates the session for a device; a missing onnxruntime-node package, or CUDA provider, is reported with how to install it. */
+  /** The execution provider the session runs on: `cpu`, `cuda` or `webgpu`. */
+  get executionProvider(): 'cpu' | GpuProvider {
+    return this.provider;
+  }
+
+  /**
+   * Creates the session for a device. A GPU instance takes the provider `gpuExecutionProvider` names, or with
+   * `auto` CUDA when its libraries load, else WebGPU; when none starts, the error names each provider tried, why it
+   * failed and what it needs. A missing onnxruntime-node package is reported with how to install it.
+   */
   static async create(settings: OnnxRunnerSettings, device: Device): Promise<OnnxRunner> {
     const ortModule = await loadOrt();
-    const options: ort.InferenceSession.SessionOptions = {
-      executionProviders: executionProvidersFor(device, settings.executionProviders) as ort.InferenceSession.ExecutionProviderConfig[],
-      intraOpNumThreads: settings.intraOpNumThreads,
-      interOpNumThreads: settings.interOpNumThreads ?? 1,
-      graphOptimizationLevel: settings.graphOptimizationLevel ?? 'all',
-    };
-    try {
-      const session = await ortModule.InferenceSession.create(settings.path, options);
-      return new OnnxRunner(ortModule, session, settings);
-    } catch (err) {
-      const message = (err as Error).message;
-      if (device.kind === 'gpu' && /cuda|provider|libonnxruntime_providers/i.test(message)) {
-        throw new TritonError('INTERNAL', `cannot run '${settings.path}' on gpu:${device.id}: ${CUDA_INSTALL_HINT} (${message})`);
+    const open = async (providers: ProviderEntry[]): Promise<ort.InferenceSession> =>
+      ortModule.InferenceSession.create(settings.path, {
+        executionProviders: providers as ort.InferenceSession.ExecutionProviderConfig[],
+        intraOpNumThreads: settings.intraOpNumThreads,
+        interOpNumThreads: settings.interOpNumThreads ?? 1,
+        graphOptimizationLevel: settings.graphOptimizationLevel ?? 'all',
+      });
+    const cannotLoad = (err: unknown) => new TritonError('INTERNAL', `cannot load ONNX model '${settings.path}': ${(err as Error).message}`);
+    if (device.kind !== 'gpu') {
+      try {
+        return new OnnxRunner(ortModule, await open(executionProvidersFor(device, settings.executionProviders)), settings, 'cpu');
+      } catch (err) {
+        throw cannotLoad(err);
       }
-      throw new TritonError('INTERNAL', `cannot load ONNX model '${settings.path}': ${message}`);
     }
+    const setting = settings.gpuExecutionProvider ?? 'auto';
+    const failures: ProviderFailure[] = [];
+    for (const provider of setting === 'auto' ? GPU_PROVIDERS : [setting]) {
+      if (provider === 'webgpu' && device.id > 0) {
+        failures.push({ provider, why: webgpuFirstGpuOnly(device.id), needs: false });
+        continue;
+      }
+      try {
+        return new OnnxRunner(ortModule, await open(executionProvidersFor(device, settings.executionProviders, provider)), settings, provider);
+      } catch (err) {
+        const message = (err as Error).message;
+        if (!PROVIDER_FAILURE[provider].test(message)) throw cannotLoad(err);
+        failures.push({ provider, why: reason(message), needs: true });
+      }
+    }
+    throw noGpuProvider(settings.path, device, setting, failures);
   }
 
   /** Runs one batch. */

@@ -8,5 +8,7 @@ export default instanceFactory(async (context) => {
   return {
     infer: (requests: Request[]) => runner.run(requests),
     finalize: () => runner.release(),
+    // The model's config reports the provider each GPU instance got (Model.load).
+    report: () => ({ executionProvider: runner.executionProvider }),
   };
 });

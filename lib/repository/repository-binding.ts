@@ -151,7 +151,7 @@ function modelKind(folder: ModelFolder, platform: string, backend: string, hasSt
 function onnxSpec(
   file: string,
   groups: readonly InstanceGroup[],
-  accelerators: readonly string[],
+  accelerators: Accelerators,
   maxBatchSize: number | undefined,
   where: string,
 ): OnnxModelSpec {
@@ -161,7 +161,8 @@ function onnxSpec(
     path: file,
     devices: devices.length > 0 ? devices : ['cpu'],
     ...(maxBatchSize !== undefined && maxBatchSize > 0 ? { maxBatchSize } : {}),
-    ...(accelerators.length > 0 ? { executionProviders: accelerators } : {}),
+    ...(accelerators.providers.length > 0 ? { executionProviders: accelerators.providers } : {}),
+    ...(accelerators.gpu !== undefined ? { gpuExecutionProvider: accelerators.gpu } : {}),
   });
 }
 
@@ -361,18 +362,37 @@ function ensembleSteps(f: ConfigFields | undefined): EnsembleStep[] | undefined 
   return steps;
 }
 
-/** `optimization`: execution accelerators that map onto onnxruntime's providers; the fields Triton prints at their defaults. */
-function executionAccelerators(f: ConfigFields | undefined): string[] {
-  if (!f) return [];
-  const providers: string[] = [];
+/** What `optimization.execution_accelerators` asks of an ONNX model's GPU instances. */
+interface Accelerators {
+  /** Providers tried before the GPU's own (`tensorrt`). */
+  providers: string[];
+  /** The GPU provider the config names (`cuda`, `webgpu`); the server's setting when absent. */
+  gpu?: 'cuda' | 'webgpu';
+}
+
+/**
+ * `optimization`: execution accelerators that map onto onnxruntime's providers (`tensorrt` before CUDA, `cuda`,
+ * `webgpu`); the fields Triton prints at their defaults.
+ */
+function executionAccelerators(f: ConfigFields | undefined): Accelerators {
+  const result: Accelerators = { providers: [] };
+  if (!f) return result;
   const accelerators = f.sub('execution_accelerators');
   if (accelerators) {
     for (const a of accelerators.messages('gpu_execution_accelerator')) {
       const name = a.string('name') ?? '';
-      if (name !== 'tensorrt' && name !== 'cuda') a.refuse('name', `'${name}' is not an onnxruntime execution provider tstriton can use on a GPU (tensorrt, cuda)`);
+      if (name !== 'tensorrt' && name !== 'cuda' && name !== 'webgpu') {
+        a.refuse('name', `'${name}' is not an onnxruntime execution provider tstriton can use on a GPU (tensorrt, cuda, webgpu)`);
+      }
       a.takeDefault('parameters', {});
+      // TensorRT runs on CUDA: it names CUDA as the GPU's provider.
+      const gpu = name === 'webgpu' ? 'webgpu' : 'cuda';
+      if (result.gpu !== undefined && result.gpu !== gpu) {
+        a.refuse('name', `'${name}' cannot go with ${result.gpu === 'webgpu' ? "'webgpu'" : "'cuda' or 'tensorrt'"}: a GPU instance runs on CUDA or on WebGPU (name neither for CUDA when its libraries load, else WebGPU)`);
+      }
       a.done();
-      if (name === 'tensorrt') providers.push('tensorrt');
+      result.gpu = gpu;
+      if (name === 'tensorrt') result.providers.push('tensorrt');
     }
     for (const [i, a] of accelerators.messages('cpu_execution_accelerator').entries()) {
       a.refuse('name', `'${String(a.take('name'))}' (cpu_execution_accelerator[${i}]) is not available in onnxruntime-node; remove it`);
@@ -385,7 +405,7 @@ function executionAccelerators(f: ConfigFields | undefined): string[] {
   f.takeDefault('gather_kernel_buffer_threshold', 0);
   f.takeDefault('eager_batching', false);
   f.done();
-  return providers;
+  return result;
 }
 
 function transactionPolicy(f: ConfigFields | undefined): boolean {

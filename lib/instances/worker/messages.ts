@@ -3,7 +3,7 @@
  * plus abort notices. Tensor data rides in the same message, its buffers in the transfer list.
  */
 import type { ParameterValue, ResponseParameters, SequenceInfo } from '../../callable';
-import type { InstanceContext } from '../instance';
+import type { InstanceContext, InstanceReport } from '../../instance-context';
 import type { MetricFamilySpec, MetricUpdate } from '../../custom-metrics';
 import type { WireError } from './error-transfer';
 import type { SequenceStateMark } from '../sequence-state-mark';
@@ -77,7 +77,8 @@ export type ToWorker =
 
 /** Worker → main thread. */
 export type FromWorker =
-  | { readonly type: 'ready' }
+  /** Started; with what the instance says of itself (`InstanceReport`), when it says anything. */
+  | { readonly type: 'ready'; readonly report?: InstanceReport }
   | { readonly type: 'start-failed'; readonly error: WireError }
   | { readonly type: 'result'; readonly id: number; readonly result: WireResult }
   | { readonly type: 'error'; readonly id: number; readonly error: WireError }

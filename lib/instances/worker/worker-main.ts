@@ -14,7 +14,7 @@ import { ParentChannel } from './parent-channel';
 import { WorkerMetrics } from './worker-metrics';
 import { SequenceStateStore } from './sequence-state-store';
 import { sequenceStateOf } from '../sequence-state-mark';
-import type { InstanceContext } from '../../instance-context';
+import type { InstanceContext, InstanceReport } from '../../instance-context';
 
 
 async function main(port: MessagePort, init: WorkerInit): Promise<void> {
@@ -22,9 +22,11 @@ async function main(port: MessagePort, init: WorkerInit): Promise<void> {
   // The context's custom metrics cannot cross threads: the worker's own send their updates as messages.
   const context: InstanceContext = { ...init.context, metrics: new WorkerMetrics((message) => channel.post(message)) };
   let loaded: LoadedCallable;
+  let report: InstanceReport | undefined;
   try {
     loaded = await buildCallable(await loadExport(init.module, init.exportName), context);
     await loaded.initialize?.(context);
+    report = loaded.report?.();
   } catch (err) {
     // The main thread terminates this worker once it reads the failure.
     channel.post({ type: 'start-failed', error: serializeError(err) });
@@ -87,7 +89,7 @@ async function main(port: MessagePort, init: WorkerInit): Promise<void> {
     freeStates: (ids) => states?.free(ids),
     close: () => void close(),
   });
-  channel.post({ type: 'ready' });
+  channel.post(report === undefined ? { type: 'ready' } : { type: 'ready', report });
 }
 
 if (parentPort) void main(parentPort, workerData as WorkerInit);

@@ -1,6 +1,7 @@
 import * as path from 'node:path';
 import { isBatchable, readOnnxSignature } from '../../../lib/onnx/onnx-signature';
-import { OnnxRunner, executionProvidersFor } from '../../../lib/onnx/onnx-runner';
+import { TritonError } from '../../../lib/errors';
+import { OnnxRunner, executionProvidersFor, type OnnxRunnerSettings } from '../../../lib/onnx/onnx-runner';
 
 const fixture = (name: string) => path.join(__dirname, '../../fixtures/onnx', name);
 
@@ -33,19 +34,62 @@ describe('readOnnxSignature', () => {
 });
 
 describe('devices', () => {
-  it('selects the CUDA execution provider with the device id for gpu devices, CPU otherwise', () => {
+  it('selects the GPU provider (CUDA with the device id, or WebGPU) for gpu devices, CPU otherwise', () => {
     expect(executionProvidersFor({ kind: 'gpu', id: 1 })).toEqual([{ name: 'cuda', deviceId: 1 }]);
     expect(executionProvidersFor({ kind: 'cpu', id: 0 })).toEqual(['cpu']);
     expect(executionProvidersFor({ kind: 'gpu', id: 0 }, ['tensorrt'])).toEqual(['tensorrt', { name: 'cuda', deviceId: 0 }]);
+    expect(executionProvidersFor({ kind: 'gpu', id: 0 }, [], 'webgpu')).toEqual([{ name: 'webgpu' }]);
+    expect(executionProvidersFor({ kind: 'cpu', id: 0 }, [], 'webgpu')).toEqual(['cpu']);
   });
 
-  it('fails to load on a GPU without CUDA with an error that says how to install it', async () => {
-    const err = await OnnxRunner.create(
-      { path: fixture('fixed_shape.onnx'), batching: false, outputs: [{ name: 'y', dtype: 'FP32' }], intraOpNumThreads: 1 },
-      { kind: 'gpu', id: 0 },
-    ).catch((e: Error) => e);
-    expect(err).toBeInstanceOf(Error);
-    expect((err as Error).message).toContain('cannot run');
-    expect((err as Error).message).toContain('--onnxruntime-node-install=cuda12');
+  // This machine has neither CUDA libraries nor a Vulkan adapter (CI has no GPU).
+  const settings = { path: fixture('fixed_shape.onnx'), batching: false, outputs: [{ name: 'y', dtype: 'FP32' as const }], intraOpNumThreads: 1 };
+  const failure = (extra: Partial<OnnxRunnerSettings>, id = 0) =>
+    OnnxRunner.create({ ...settings, ...extra }, { kind: 'gpu', id }).then(
+      async (runner) => {
+        await runner.release();
+        throw new Error(`gpu:${id} started on ${runner.executionProvider}; this test needs a machine without a GPU`);
+      },
+      (e: Error) => e,
+    );
+
+  it('fails gpu:0 without CUDA or WebGPU with one message naming both providers and what each needs', async () => {
+    const err = await failure({});
+    expect(err).toBeInstanceOf(TritonError);
+    const message = err.message;
+    expect(message).toContain(`cannot run '${settings.path}' on gpu:0: neither GPU execution provider (CUDA, WebGPU) can start`);
+    expect(message).toMatch(/CUDA: .*Failed to load shared library; it needs /);
+    expect(message).toContain('--onnxruntime-node-install=cuda12');
+    expect(message).toContain('CUDA 12 and cuDNN 9');
+    expect(message).toMatch(/WebGPU: .*adapter.*; it needs /);
+    expect(message).toContain('libvulkan1 libglvnd0 libegl1 libgl1 libglx0 libgles2 libopengl0');
+    expect(message).toContain('NVIDIA_DRIVER_CAPABILITIES must include graphics');
+    // onnxruntime's source locations and checks stay out of it.
+    expect(message).not.toContain('onnxruntime_src');
+    expect(message).not.toContain('was false');
+  });
+
+  it('names only the provider the setting forces', async () => {
+    const webgpu = (await failure({ gpuExecutionProvider: 'webgpu' })).message;
+    expect(webgpu).toContain("the WebGPU execution provider (gpuExecutionProvider 'webgpu') cannot start");
+    expect(webgpu).toContain('libvulkan1');
+    expect(webgpu).not.toContain('CUDA:');
+    const cuda = (await failure({ gpuExecutionProvider: 'cuda' })).message;
+    expect(cuda).toContain("the CUDA execution provider (gpuExecutionProvider 'cuda') cannot start");
+    expect(cuda).not.toContain('WebGPU:');
+  });
+
+  it('does not take WebGPU for gpu:N with N > 0: onnxruntime-node cannot choose the adapter', async () => {
+    const message = (await failure({}, 1)).message;
+    expect(message).toContain('cannot run');
+    expect(message).toContain('on gpu:1');
+    expect(message).toMatch(/CUDA: .*; it needs /);
+    expect(message).toContain('WebGPU: the WebGPU execution provider runs on the first GPU only');
+    expect(message).toContain('NVIDIA_VISIBLE_DEVICES=1');
+  });
+
+  it('reports a broken model as such, not as a missing provider', async () => {
+    const err = await OnnxRunner.create({ ...settings, path: fixture('missing.onnx'), gpuExecutionProvider: 'webgpu' }, { kind: 'cpu', id: 0 }).catch((e: Error) => e);
+    expect((err as Error).message).toMatch(/^cannot load ONNX model .*missing\.onnx/);
   });
 });
