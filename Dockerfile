@@ -5,7 +5,9 @@
 #   podman build --format docker -t tstriton .              (docker build -t tstriton .)
 #   podman run -p 8000-8002:8000-8002 -v "$PWD/models:/models:ro" tstriton
 #
-# Targets: the last stage (runtime, CPU) by default; `--target cuda` for onnxruntime-node's CUDA 12 provider.
+# Targets: the last stage (runtime, CPU) by default; `--target gpu` for GPU instances through onnxruntime-node's
+# bundled WebGPU provider (the runtime plus the Vulkan and GL loaders, for the NVIDIA driver's Vulkan ICD);
+# `--target cuda` for onnxruntime-node's CUDA 12 provider.
 # Build arguments:
 #   BUILD_IMAGE      image of the build stage: Node.js 24 with npm at /usr/local/bin      (node:24-bookworm-slim)
 #   BASE_IMAGE       image the CPU runtime starts from: Node.js 24 at /usr/local/bin/node (node:24-bookworm-slim)
@@ -98,8 +100,8 @@ HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
 ENTRYPOINT ["/usr/bin/tini", "--", "tstriton"]
 CMD ["serve", "--model-repository", "/models"]
 
-# --- runtime: the CPU server (default target) ----------------------------------------------------------------
-FROM ${BASE_IMAGE} AS runtime
+# --- server: the CPU server, which the runtime (default) and gpu targets are ---------------------------------
+FROM ${BASE_IMAGE} AS server
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # tini runs as PID 1: it hands SIGTERM to node and reaps orphans. A base made by scripts/make-base-image.sh has it.
 RUN if [ ! -x /usr/bin/tini ]; then \
@@ -125,3 +127,20 @@ HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
     CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.TSTRITON_HTTP_PORT || 8000}/v2/health/ready`).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 ENTRYPOINT ["/usr/bin/tini", "--", "tstriton"]
 CMD ["serve", "--model-repository", "/models"]
+
+# --- gpu: the server with the loaders that onnxruntime-node's WebGPU provider (Dawn over Vulkan) needs -------
+# The NVIDIA driver's Vulkan ICD (libGLX_nvidia) comes from the host through the NVIDIA container toolkit, which
+# mounts it only when the driver capabilities include `graphics`. Run with --device nvidia.com/gpu=all (podman,
+# CDI) or --gpus all (docker); on Kubernetes, request nvidia.com/gpu (the Helm chart's gpu.enabled).
+FROM server AS gpu
+USER 0:0
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends "libvulkan1=1.3.*" "libglvnd0=1.6.*" "libegl1=1.6.*" "libgl1=1.6.*" \
+        "libglx0=1.6.*" "libgles2=1.6.*" "libopengl0=1.6.*" \
+    && rm -rf /var/lib/apt/lists/*
+ENV NVIDIA_VISIBLE_DEVICES=all \
+    NVIDIA_DRIVER_CAPABILITIES=compute,utility,graphics
+USER 10001:10001
+
+# --- runtime: the CPU server (default target) ----------------------------------------------------------------
+FROM server AS runtime

@@ -1,7 +1,9 @@
 """The container image (Dockerfile): hadolint finds nothing; it builds with podman from a base image made here
 (scripts/make-base-image.sh, no image registry needed); it serves an ONNX model repository mounted read-only to
 Triton's HTTP and gRPC clients on published ports, as a non-root user under tini, with a HEALTHCHECK on readiness;
-and `podman stop` (SIGTERM) under load drains it and it exits 0 well inside the grace period.
+and `podman stop` (SIGTERM) under load drains it and it exits 0 well inside the grace period. The `gpu` target
+builds too: the Vulkan and GL loaders that onnxruntime's WebGPU provider needs, the NVIDIA driver capabilities
+with `graphics`, and (on a machine without a GPU) a `gpu:0` model refused with the message naming both providers.
 
 Skipped only where podman is missing outside CI (scripts/install-deploy-tools.sh installs it); in CI it fails.
 The images are kept between runs (the base image is made once, the build reuses its layer cache); the
@@ -29,6 +31,9 @@ if shutil.which("podman") is None and not IN_CI:
 
 BASE_IMAGE = os.environ.get("BASE_IMAGE_NAME", "localhost/tstriton-base:bookworm")
 IMAGE = "localhost/tstriton:test"
+GPU_IMAGE = "localhost/tstriton:gpu-test"
+# The loaders' libraries, as the Debian packages the gpu target installs name them.
+GPU_LIBRARIES = ["libvulkan.so.1", "libGLdispatch.so.0", "libEGL.so.1", "libGL.so.1", "libGLX.so.0", "libGLESv2.so.2", "libOpenGL.so.0"]
 ENV = dict(os.environ, CONTAINERS_CONF=str(ROOT / "deploy" / "podman" / "containers.conf"))
 FIXTURE_MODEL = ROOT / "test" / "fixtures" / "onnx" / "identity_fp32.onnx"
 MODULE_FIXTURE = ROOT / "test" / "fixtures" / "cli" / "named-bind.js"
@@ -127,18 +132,35 @@ def image():
         raise
 
 
-def build_image():
+def build_image(target=None, tag=IMAGE):
     assert shutil.which("podman"), "podman is not installed (scripts/install-deploy-tools.sh installs it)"
     made = subprocess.run(["bash", str(ROOT / "scripts" / "make-base-image.sh")], env=dict(ENV, BASE_IMAGE_NAME=BASE_IMAGE),
                           capture_output=True, text=True, timeout=1200)
     assert made.returncode == 0, f"make-base-image.sh failed:\n{made.stdout[-4000:]}\n{made.stderr[-4000:]}"
     args = ["build", "--format", "docker", "--build-arg", f"BASE_IMAGE={BASE_IMAGE}",
-            "--build-arg", f"BUILD_IMAGE={BASE_IMAGE}", "-t", IMAGE]
+            "--build-arg", f"BUILD_IMAGE={BASE_IMAGE}", "-t", tag]
+    if target:
+        args += ["--target", target]
     ca = ca_bundle()
     if ca:
         args += ["--secret", f"id=npm_ca,src={ca}"]
     podman(*args, str(ROOT), timeout=1800)
-    return IMAGE
+    return tag
+
+
+_gpu_image_failure = []
+
+
+@pytest.fixture(scope="module")
+def gpu_image(image):
+    """The gpu target, built after the default one (it shares its layers)."""
+    if _gpu_image_failure:
+        pytest.fail(f"the gpu image did not build (see the first error): {_gpu_image_failure[0]}")
+    try:
+        return build_image("gpu", GPU_IMAGE)
+    except BaseException as e:
+        _gpu_image_failure.append(str(e).splitlines()[0] if str(e) else type(e).__name__)
+        raise
 
 
 @pytest.fixture(scope="module")
@@ -279,3 +301,32 @@ def test_sigterm_under_load_drains_and_exits_zero(server):
     assert elapsed < 15, f"stop took {elapsed:.1f} s of its 30 s grace:\n{logs[-4000:]}"
     assert set(counts) <= {200, 503, "connection error"}, counts
     assert "stopping on signal" in logs and '"msg":"stopped"' in logs, logs[-4000:]
+
+
+def test_gpu_target_has_the_loaders_and_the_graphics_capability(gpu_image):
+    config = json.loads(podman("image", "inspect", "--format", "{{json .Config}}", gpu_image).stdout)
+    env = dict(e.split("=", 1) for e in config["Env"])
+    assert env["NVIDIA_DRIVER_CAPABILITIES"] == "compute,utility,graphics"
+    assert env["NVIDIA_VISIBLE_DEVICES"] == "all"
+    assert config["User"] == "10001:10001"
+    assert config["Entrypoint"] == ["/usr/bin/tini", "--", "tstriton"]
+    cache = podman("run", "--rm", "--entrypoint", "/sbin/ldconfig", gpu_image, "-p").stdout
+    missing = [lib for lib in GPU_LIBRARIES if lib not in cache]
+    assert not missing, f"not in the gpu image's library cache: {missing}"
+    # The default image stays without them.
+    cpu_cache = podman("run", "--rm", "--entrypoint", "/sbin/ldconfig", IMAGE, "-p").stdout
+    assert "libvulkan.so.1" not in cpu_cache
+
+
+def test_gpu_target_without_a_gpu_refuses_gpu0_naming_both_providers(gpu_image, repository):
+    """No GPU here: with the loaders present, WebGPU finds no adapter and CUDA has no libraries; the server exits 1
+    with one line that names both and what each needs."""
+    proc = podman("run", "--rm", "-v", f"{repository}:/models:ro", gpu_image, "serve", "/models/identity/1/model.onnx",
+                  "--device", "gpu:0", "--http-port", "0", "--grpc-port", "0", "--metrics-port", "0",
+                  check=False, timeout=180)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out[-4000:]
+    assert "on gpu:0: neither GPU execution provider (CUDA, WebGPU) can start" in out, out[-4000:]
+    assert "WebGPU: Failed to get a WebGPU adapter" in out, out[-4000:]
+    # The Vulkan loader itself is there (Dawn warns when it cannot load it).
+    assert "Couldn't load Vulkan" not in out, out[-4000:]
