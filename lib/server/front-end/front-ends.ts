@@ -6,12 +6,11 @@ import type { TritonConfig, TritonConfigInit } from '../../config/triton-config'
 import { requestCancelled, TritonError } from '../../errors';
 import type { Logger } from '../../logger';
 import { chatTemplateOf, type ChatMessage } from '../../model/chat-template';
-import type { InferenceRequest } from '../../model/inference';
 import type { ModelRepository } from '../../model/model-repository';
 import type { InferCall } from '../infer-entry';
 import type { ServerCore, Transport } from '../server-core';
 import type { FrontEndInit } from './front-end-thread';
-import { packResponse, unpackRequest, type FromFrontEnd, type InferItem, type Phase, type Ports, type ResultItem, type ToFrontEnd } from './messages';
+import { packResponse, Staging, unpackRequest, type FromFrontEnd, type InferItem, type Phase, type Ports, type ResultItem, type ToFrontEnd } from './messages';
 import { shapeOf } from '../../model/model-view';
 import { MODELS_CHANGED, REGIONS_CHANGED } from './remote-core';
 import { packError, serveSyncCalls } from './sync-call';
@@ -60,7 +59,8 @@ function cancel(live: Live | undefined, reason: TritonError): void {
 class FrontEndThread {
   readonly live = new Map<number, Live>();
   private results: ResultItem[] = [];
-  private transfer: ArrayBuffer[] = [];
+  /** The bytes of the results queued for the next message. */
+  readonly staging = new Staging();
   private flushing = false;
   private readonly waiting = new Map<string, (message: FromFrontEnd | undefined) => void>();
   exited = false;
@@ -81,18 +81,16 @@ class FrontEndThread {
     if (!this.exited) this.worker.postMessage(message);
   }
 
-  /** Queues a result; what a turn of the event loop produced goes in one message. */
-  result(item: ResultItem, transfer?: ArrayBuffer[]): void {
+  /** Queues a result (its bytes in `staging`); what a turn of the event loop produced goes in one message. */
+  result(item: ResultItem): void {
     this.results.push(item);
-    if (transfer) for (const b of transfer) this.transfer.push(b);
     if (this.flushing) return;
     this.flushing = true;
     setImmediate(() => {
       this.flushing = false;
       const items = this.results;
-      const moved = this.transfer;
       this.results = [];
-      this.transfer = [];
+      const moved = this.staging.take();
       if (!this.exited) this.worker.postMessage({ t: 'results', items } satisfies ToFrontEnd, moved);
     });
   }
@@ -247,7 +245,7 @@ export class FrontEnds {
     const cancellation = new Cancellation();
     const live: Live = { cancellation };
     thread.live.set(item.id, live);
-    const request = { ...unpackRequest(item.request), cancellation } as InferenceRequest;
+    const request = unpackRequest(item.request, cancellation);
     const call: InferCall = {
       modelName: item.modelName,
       modelVersion: item.modelVersion,
@@ -257,8 +255,7 @@ export class FrontEnds {
       decode: () => request,
     };
     const sink = (response: Parameters<typeof packResponse>[0], final: boolean): void | Promise<void> => {
-      const transfer: ArrayBuffer[] = [];
-      thread.result({ id: item.id, response: packResponse(response, transfer), final }, transfer);
+      thread.result({ id: item.id, response: packResponse(response, thread.staging), final });
       if (!final) return new Promise<void>((resolve, reject) => (live.release = (err) => (err ? reject(err) : resolve())));
     };
     this.host.core.inferAsync(call, sink).then(

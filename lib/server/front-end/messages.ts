@@ -1,4 +1,5 @@
 import { isMarkedAsUntransferable } from 'node:worker_threads';
+import type { Cancellation } from '../../cancellation';
 import type { InferenceRequest, InferenceResponse } from '../../model/inference';
 import type { NamedTensor } from '../../model/inference';
 import { DTYPES } from '../../tensor/dtype';
@@ -60,18 +61,73 @@ export interface Ports {
 export type Phase = 'drain' | 'stopAccepting' | 'forceClose';
 
 /**
+ * The bytes that leave with one message: buffers moved whole (a request's own body), and small tensors copied
+ * together into shared chunks, so that a message of many small requests or responses moves a few buffers rather
+ * than one per tensor. A tensor view in the message is a view on one of them.
+ */
+export class Staging {
+  private readonly moved = new Set<ArrayBuffer>();
+  private chunk: ArrayBuffer | undefined;
+  private used = 0;
+
+  /** Whether `buffer` moves with this message already. */
+  moves(buffer: ArrayBufferLike): boolean {
+    return this.moved.has(buffer as ArrayBuffer);
+  }
+
+  /** Moves `buffer` whole with the message. */
+  move(buffer: ArrayBuffer): void {
+    this.moved.add(buffer);
+  }
+
+  /** A copy of `view`'s own bytes, of its type, in a buffer that moves with the message. */
+  copy(view: Bytes): Bytes {
+    const n = view.byteLength;
+    const Ctor = view.constructor as ViewConstructor;
+    const size = (Ctor as unknown as { BYTES_PER_ELEMENT?: number }).BYTES_PER_ELEMENT ?? 1;
+    if (n > STAGED_MAX_BYTES) {
+      const own = copyOf(view);
+      this.moved.add(own.buffer as ArrayBuffer);
+      return own;
+    }
+    let at = (this.used + 7) & ~7;
+    if (this.chunk === undefined || at + n > this.chunk.byteLength) {
+      this.chunk = new ArrayBuffer(CHUNK_BYTES);
+      this.moved.add(this.chunk);
+      at = 0;
+    }
+    new Uint8Array(this.chunk, at, n).set(new Uint8Array(view.buffer, view.byteOffset, n));
+    this.used = at + n;
+    return new Ctor(this.chunk, at, n / size);
+  }
+
+  /** The buffers to transfer with the message; the next message starts afresh. */
+  take(): ArrayBuffer[] {
+    const out = [...this.moved];
+    this.moved.clear();
+    this.chunk = undefined;
+    this.used = 0;
+    return out;
+  }
+}
+
+/** Tensors up to this size share a chunk; larger ones get a buffer of their own. */
+const STAGED_MAX_BYTES = 16 * 1024;
+const CHUNK_BYTES = 64 * 1024;
+
+/**
  * The request without what stays on its thread (its cancellation, its pooled memory), its tensors' bytes moved
  * rather than copied where they are the request's own: the body the transport assembled for it (`movableBuffer`),
- * or a buffer no one else can hold. A tensor that is a window on a larger shared buffer is copied out first, so
- * that the message carries its bytes and not the whole buffer.
+ * or a buffer no one else can hold. A tensor that is a window on a buffer shared with others is copied out (into
+ * `staging`), so that the message carries its bytes and not the whole buffer.
  */
-export function packRequest(request: InferenceRequest, transfer: ArrayBuffer[]): PackedRequest {
+export function packRequest(request: InferenceRequest, staging: Staging): PackedRequest {
   const { cancellation: _c, memory: _m, movableBuffer, ...rest } = request;
-  const owned = new Set<ArrayBufferLike>();
-  if (movableBuffer && request.memory === undefined && canMove(movableBuffer)) owned.add(movableBuffer);
-  const inputs = request.inputs.map((input) => moveTensor(input, owned));
-  for (const b of owned) transfer.push(b as ArrayBuffer);
-  return { ...rest, inputs, movableBuffer: movableBuffer && owned.has(movableBuffer) ? movableBuffer : undefined };
+  // A small body goes the way of small tensors, into a shared chunk.
+  const movable = movableBuffer !== undefined && request.memory === undefined && movableBuffer.byteLength > STAGED_MAX_BYTES && canMove(movableBuffer);
+  if (movable) staging.move(movableBuffer as ArrayBuffer);
+  const inputs = request.inputs.map((input) => moveTensor(input, staging));
+  return { ...rest, inputs, movableBuffer: movable ? movableBuffer : undefined };
 }
 
 /**
@@ -80,13 +136,13 @@ export function packRequest(request: InferenceRequest, transfer: ArrayBuffer[]):
  * `x.data.map(...)` would make an output of the wrong realm). Each tensor's data is then viewed with this
  * context's constructors: no copy, and the same arrays outside such contexts.
  */
-export function unpackRequest(packed: PackedRequest): PackedRequest {
+export function unpackRequest(packed: PackedRequest, cancellation: Cancellation): InferenceRequest {
   const inputs = packed.inputs.map((named) => {
     const { dtype, data } = named.tensor;
     const local = inThisRealm(DTYPES[dtype].array as unknown as ViewConstructor | null, data as unknown as Bytes | Bytes[]);
     return local === (data as unknown) ? named : { name: named.name, tensor: { ...named.tensor, data: local as never } };
   });
-  return { ...packed, inputs };
+  return { ...packed, inputs, cancellation };
 }
 
 type ViewConstructor = new (buffer: ArrayBufferLike, offset: number, length: number) => Bytes;
@@ -102,10 +158,10 @@ function inThisRealm(array: ViewConstructor | null, data: Bytes | Bytes[]): Byte
   return view(array, data as Bytes);
 }
 
-/** A response's outputs, each tensor's bytes copied out of buffers the core may still use (a batch, the cache). */
-export function packResponse(response: InferenceResponse, transfer: ArrayBuffer[]): PackedResponse {
+/** A response's outputs, each tensor's bytes copied (into `staging`) out of buffers the core may still use (a batch, the cache). */
+export function packResponse(response: InferenceResponse, staging: Staging): PackedResponse {
   const { span: _s, ...rest } = response;
-  const outputs = response.outputs.map((output) => copyTensor(output, transfer));
+  const outputs = response.outputs.map((output) => copyTensor(output, staging));
   return { ...rest, outputs };
 }
 
@@ -120,30 +176,23 @@ type Bytes = ArrayBufferView & { readonly buffer: ArrayBufferLike };
 const sliceOf = Object.getPrototypeOf(Uint8Array.prototype as object) as { slice: (this: Bytes) => Bytes };
 const copyOf = (view: Bytes): Bytes => sliceOf.slice.call(view);
 
-function moveTensor(named: NamedTensor, owned: Set<ArrayBufferLike>): NamedTensor {
+function moveTensor(named: NamedTensor, staging: Staging): NamedTensor {
   const { data } = named.tensor;
   const move = (view: Bytes): Bytes => {
-    if (owned.has(view.buffer)) return view;
+    if (staging.moves(view.buffer)) return view;
     // A view on the whole of a buffer that no one else can reach moves as it is; any other is copied out.
-    if (view.byteOffset === 0 && view.byteLength === view.buffer.byteLength && canMove(view.buffer)) {
-      owned.add(view.buffer);
+    if (view.byteOffset === 0 && view.byteLength === view.buffer.byteLength && view.byteLength > STAGED_MAX_BYTES && canMove(view.buffer)) {
+      staging.move(view.buffer as ArrayBuffer);
       return view;
     }
-    const copy = copyOf(view);
-    owned.add(copy.buffer);
-    return copy;
+    return staging.copy(view);
   };
   const moved = Array.isArray(data) ? (data as Bytes[]).map(move) : move(data as unknown as Bytes);
   return { name: named.name, tensor: { ...named.tensor, data: moved as never } };
 }
 
-function copyTensor(named: NamedTensor, transfer: ArrayBuffer[]): NamedTensor {
+function copyTensor(named: NamedTensor, staging: Staging): NamedTensor {
   const { data } = named.tensor;
-  const copy = (view: Bytes): Bytes => {
-    const c = copyOf(view);
-    if (c.byteLength > 0) transfer.push(c.buffer as ArrayBuffer);
-    return c;
-  };
-  const copied = Array.isArray(data) ? (data as Bytes[]).map(copy) : copy(data as unknown as Bytes);
+  const copied = Array.isArray(data) ? (data as Bytes[]).map((v) => staging.copy(v)) : staging.copy(data as unknown as Bytes);
   return { ...named, tensor: { ...named.tensor, data: copied as never } };
 }

@@ -16,7 +16,7 @@ import { headerMatcher } from '../forward-headers';
 import type { InferCall, ResponseSink } from '../infer-entry';
 import type { RepositoryIndexEntry, ServerCore, ServerMetadata } from '../server-core';
 import { SharedMemoryManager, type RegionStatus, type ShmTarget } from '../shared-memory';
-import { packRequest, type FromFrontEnd, type InferItem, type PackedHeaders, type ResultItem } from './messages';
+import { packRequest, Staging, type FromFrontEnd, type InferItem, type PackedHeaders, type ResultItem } from './messages';
 import { unpackError, type SyncCaller } from './sync-call';
 
 /** Counters the core thread bumps and every front-end thread reads: [models changed, shared memory changed]. */
@@ -49,7 +49,7 @@ export class RemoteCore implements ServerCore {
   private nextId = 1;
   private outbox: FromFrontEnd[] = [];
   private infers: InferItem[] = [];
-  private transfer: ArrayBuffer[] = [];
+  private readonly staging = new Staging();
   private flushing = false;
   private readonly forward: Readonly<Record<'HTTP' | 'GRPC', ((name: string) => boolean) | undefined>>;
   private readonly calls = new Map<number, { resolve(): void; reject(err: Error): void }>();
@@ -137,7 +137,7 @@ export class RemoteCore implements ServerCore {
         protocol: call.protocol,
         unaryEndpoint: call.unaryEndpoint,
         headers: call.headers && this.headersToSend(call),
-        request: packRequest(request, this.transfer),
+        request: packRequest(request, this.staging),
       });
       this.schedule();
     });
@@ -244,10 +244,8 @@ export class RemoteCore implements ServerCore {
     this.flushing = false;
     if (this.infers.length > 0) {
       const items = this.infers;
-      const transfer = this.transfer;
       this.infers = [];
-      this.transfer = [];
-      this.port.postMessage({ t: 'infer', items } satisfies FromFrontEnd, transfer);
+      this.port.postMessage({ t: 'infer', items } satisfies FromFrontEnd, this.staging.take());
     }
     if (this.outbox.length > 0) {
       const out = this.outbox;
