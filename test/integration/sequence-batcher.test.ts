@@ -5,6 +5,13 @@ import type { SequenceBatcher } from '../../lib/scheduler/sequence-batcher';
 import type { Instance } from '../../lib/instances/instance';
 import { track } from '../helpers/resources';
 
+/**
+ * For the models whose tests are not about idle sequences: no sequence is freed as idle while the test runs. With
+ * Triton's default of one second, two requests of a sequence sent one after the other can be further apart than
+ * that on a busy machine, and the second would be refused as not started.
+ */
+const NO_IDLE_REAP = 600_000_000;
+
 /** A server with what `bind` binds, stopped after the test (tracked). */
 async function start(bind: (t: Triton) => void): Promise<Triton> {
   const triton = track(new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' }));
@@ -122,6 +129,7 @@ describe('sequence batcher', () => {
           maxBatchSize: 4,
           sequenceBatching: {
             direct: {},
+            maxSequenceIdleMicroseconds: NO_IDLE_REAP,
             controlInput: [
               { name: 'START', control: [{ kind: 'CONTROL_SEQUENCE_START', fp32FalseTrue: [0, 1] }] },
               { name: 'END', control: [{ kind: 'CONTROL_SEQUENCE_END', int32FalseTrue: [0, 1] }] },
@@ -162,7 +170,7 @@ describe('sequence batcher', () => {
           { name: 'SEQ', dtype: 'BYTES', shape: [1] },
           { name: 'THREAD', dtype: 'INT32', shape: [1] },
         ],
-        config: { maxBatchSize: 4, sequenceBatching: { oldest: { maxCandidateSequences: 4 }, state: [{ inputName: 'S', outputName: 'S_OUT', dtype: 'INT32', dims: [1] }] } },
+        config: { maxBatchSize: 4, sequenceBatching: { oldest: { maxCandidateSequences: 4 }, maxSequenceIdleMicroseconds: NO_IDLE_REAP, state: [{ inputName: 'S', outputName: 'S_OUT', dtype: 'INT32', dims: [1] }] } },
       }),
     );
     const out = (a: Answer, name: string) => a.body.outputs?.find((o) => o.name === name)?.data[0];
@@ -321,7 +329,7 @@ describe('sequence batcher', () => {
           { name: 'SEQ', dtype: 'BYTES', shape: [1] },
           { name: 'THREAD', dtype: 'INT32', shape: [1] },
         ],
-        config: { maxBatchSize: 4, sequenceBatching: { direct: {}, state: [{ inputName: 'S', outputName: 'S_OUT', dtype: 'INT32', dims: [1] }] } },
+        config: { maxBatchSize: 4, sequenceBatching: { direct: {}, maxSequenceIdleMicroseconds: NO_IDLE_REAP, state: [{ inputName: 'S', outputName: 'S_OUT', dtype: 'INT32', dims: [1] }] } },
       }),
     );
     const sequences = Array.from({ length: 12 }, (_, s) => Array.from({ length: 1 + ((s * 5) % 17) }, (_, i) => s * 3 + i));
