@@ -222,6 +222,7 @@ def test_defaults_render_a_drained_probed_locked_down_server():
     ports = {p["name"]: p for p in service["spec"]["ports"]}
     assert ports["grpc"]["appProtocol"] == "grpc" and ports["http"]["port"] == 8000 and ports["metrics"]["port"] == 8002
     assert "nvidia.com/gpu" not in json.dumps(deployment)
+    assert "env" not in container and "gpu-execution-provider" not in json.dumps(container["args"])
 
 
 def test_gpu_hpa_monitoring_values():
@@ -230,7 +231,12 @@ def test_gpu_hpa_monitoring_values():
     pod = deployment["spec"]["template"]["spec"]
     container = server_container(deployment)
     assert container["resources"]["limits"]["nvidia.com/gpu"] == 1
-    assert container["image"] == "registry.example.com/tstriton:0.1.0-cuda"
+    # The Dockerfile's gpu target (WebGPU's loaders), its provider, and the driver's Vulkan ICD mounted and found.
+    assert container["image"] == "registry.example.com/tstriton:0.1.0-gpu"
+    assert flag(container["args"], "gpu-execution-provider") == "webgpu"
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env == {"NVIDIA_DRIVER_CAPABILITIES": "compute,utility,graphics",
+                   "VK_DRIVER_FILES": "/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json"}
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
     assert pod["nodeSelector"] == {"nvidia.com/gpu.present": "true"} and pod["runtimeClassName"] == "nvidia"
     assert "replicas" not in deployment["spec"]  # the HorizontalPodAutoscaler owns the count
@@ -317,6 +323,8 @@ def test_repository_sources():
      "autoscaling.enabled needs a metric"),
     (["--set", "podDisruptionBudget.enabled=true", "--set", "podDisruptionBudget.minAvailable=1"], NEWEST,
      "set minAvailable or maxUnavailable, not both"),
+    (["--set", "gpu.enabled=true", "--set", "gpu.executionProvider=vulkan"], NEWEST,
+     'gpu.executionProvider must be auto, cuda or webgpu (or empty), not "vulkan"'),
     ([], "1.29.0", "incompatible with Kubernetes"),
 ])
 def test_chart_refuses(args, kube_version, message):

@@ -45,7 +45,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 {{- end }}
 
-{{/* Server image: repository:tag, the tag defaulting to appVersion, with the CUDA suffix when gpu.enabled. */}}
+{{/* Server image: repository:tag, the tag defaulting to appVersion, with the GPU variant's suffix when gpu.enabled. */}}
 {{- define "tstriton.image" -}}
 {{- $tag := default .Chart.AppVersion (toString .Values.image.tag) }}
 {{- if .Values.gpu.enabled }}{{ $tag = printf "%s%s" $tag .Values.gpu.imageTagSuffix }}{{ end }}
@@ -117,6 +117,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if and (or $v.tls.http.enabled $v.tls.grpc.enabled) (not $v.tls.secretName) }}
 {{- fail "tls.http.enabled / tls.grpc.enabled need tls.secretName, a kubernetes.io/tls Secret (tls.crt, tls.key, and ca.crt for mutual TLS)" }}
 {{- end }}
+{{- if not (has (toString $v.gpu.executionProvider) (list "" "auto" "cuda" "webgpu")) }}
+{{- fail (printf "gpu.executionProvider must be auto, cuda or webgpu (or empty), not %q" (toString $v.gpu.executionProvider)) }}
+{{- end }}
 {{- if and $v.tls.http.mutual (not $v.tls.http.enabled) }}
 {{- fail "tls.http.mutual needs tls.http.enabled" }}
 {{- end }}
@@ -179,6 +182,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if $v.apiKey.grpcProtocols }}
 - {{ printf "--grpc-restricted-protocol=%s:%s=$(RESTRICTED_API_KEY)" (join "," $v.apiKey.grpcProtocols) $v.apiKey.header | quote }}
 {{- end }}
+{{- end }}
+{{- with $v.gpu.executionProvider }}
+- "--gpu-execution-provider={{ . }}"
 {{- end }}
 {{- range $v.extraArgs }}
 - {{ . | quote }}
