@@ -115,6 +115,16 @@ describe('serverConfig', () => {
     expect(c).toMatchObject({ httpPort: 9000, allowGrpc: false, modelRepository: ['a', 'b'], loadModel: ['m'], httpRestrictedApi: 'a:k=v;b:k=w' });
   });
 
+  it('takes the GPU execution provider from --gpu-execution-provider or its variable, and refuses another', () => {
+    expect(config([]).gpuExecutionProvider).toBe('auto');
+    expect(config(['--gpu-execution-provider', 'webgpu']).gpuExecutionProvider).toBe('webgpu');
+    expect(config([], { TSTRITON_GPU_EXECUTION_PROVIDER: 'cuda' }).gpuExecutionProvider).toBe('cuda');
+    expect(config(['--gpu-execution-provider=auto'], { TSTRITON_GPU_EXECUTION_PROVIDER: 'cuda' }).gpuExecutionProvider).toBe('auto');
+    expect(parseArgs(['config', 'm.onnx', '--gpu-execution-provider', 'cuda']).flags.get('gpu-execution-provider')).toBe('cuda');
+    expect(() => parseArgs(['serve', '--gpu-execution-provider', 'vulkan'])).toThrow('--gpu-execution-provider expects one of auto, cuda, webgpu, got "vulkan"');
+    expect(refusal([], { TSTRITON_GPU_EXECUTION_PROVIDER: 'vulkan' })).toBe('TSTRITON_GPU_EXECUTION_PROVIDER must be one of auto, cuda, webgpu, got "vulkan"');
+  });
+
   it('takes the variables, and the flags over them', () => {
     const env = { TSTRITON_HTTP_PORT: '9000', TSTRITON_GRPC_PORT: '9001', TSTRITON_MODEL_REPOSITORY: 'x,y' };
     expect(config(['--grpc-port', '7001'], env)).toMatchObject({ httpPort: 9000, grpcPort: 7001, modelRepository: ['x', 'y'] });
