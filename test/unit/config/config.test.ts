@@ -52,6 +52,17 @@ describe('model config generation', () => {
     expect(toPbtxt(json)).toBe(golden('no-batching.pbtxt'));
   });
 
+  it('reports the GPU execution accelerators in optimization, in Triton\'s place and form', () => {
+    const desc = { ...describeAddSub(new ModelConfig()), instanceGroups: [{ kind: 'KIND_GPU' as const, count: 1, gpus: [0] }], gpuExecutionAccelerators: ['tensorrt', 'webgpu'] };
+    const json = buildModelConfigJson(desc);
+    const optimization = json.optimization as Record<string, unknown>;
+    expect(Object.keys(optimization)).toEqual(['priority', 'execution_accelerators', 'input_pinned_memory', 'output_pinned_memory', 'gather_kernel_buffer_threshold', 'eager_batching']);
+    expect(optimization.execution_accelerators).toEqual({ gpu_execution_accelerator: [{ name: 'tensorrt', parameters: {} }, { name: 'webgpu', parameters: {} }], cpu_execution_accelerator: [] });
+    expect(toPbtxt(json)).toContain('  execution_accelerators {\n    gpu_execution_accelerator {\n      name: "tensorrt"\n    }\n    gpu_execution_accelerator {\n      name: "webgpu"\n    }\n  }\n');
+    // None named: no execution_accelerators, as before.
+    expect(buildModelConfigJson({ ...desc, gpuExecutionAccelerators: [] }).optimization).not.toHaveProperty('execution_accelerators');
+  });
+
   it('leaves dynamic_batching out when the batcher is null', () => {
     const json = buildModelConfigJson(describeAddSub(new ModelConfig({ batcher: null })));
     expect(json).not.toHaveProperty('dynamic_batching');
