@@ -324,7 +324,7 @@ export class TritonConfig {
    * onnxruntime-node's CUDA provider files), else its bundled WebGPU provider (Dawn over Vulkan: the Vulkan and
    * GL loaders and the NVIDIA driver's Vulkan ICD); `cuda` or `webgpu` takes that one only. A model's own
    * `gpu_execution_accelerator` (or `onnxModel({ gpuExecutionProvider })`) wins. WebGPU runs on the first GPU
-   * only: it refuses `gpu:N` with N > 0 (docs/onnx.md#gpu-instances).
+   * only: it refuses `gpu:N` with N > 0 (docs/onnx.md#gpus).
    */
   @IsIn(GPU_EXECUTION_PROVIDERS, { message: `gpuExecutionProvider must be one of ${GPU_EXECUTION_PROVIDERS.join(', ')}` })
   gpuExecutionProvider: GpuExecutionProvider = 'auto';

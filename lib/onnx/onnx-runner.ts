@@ -80,7 +80,7 @@ interface ProviderFailure {
 function noGpuProvider(path: string, device: Device, setting: GpuExecutionProvider, failures: readonly ProviderFailure[]): TritonError {
   const tried = failures.map((f) => `${PROVIDER_NAMES[f.provider]}: ${f.why}${f.needs ? `; it needs ${PROVIDER_NEEDS[f.provider]}` : ''}`);
   const what = setting === 'auto' ? 'neither GPU execution provider (CUDA, WebGPU) can start' : `the ${PROVIDER_NAMES[setting]} execution provider (gpuExecutionProvider '${setting}') cannot start`;
-  return new TritonError('INTERNAL', `cannot run '${path}' on gpu:${device.id}: ${what}. ${tried.join('. ')} (docs/onnx.md#gpu-instances)`);
+  return new TritonError('INTERNAL', `cannot run '${path}' on gpu:${device.id}: ${what}. ${tried.join('. ')} (docs/onnx.md#gpus)`);
 }
 
 /**
