@@ -62,13 +62,16 @@ export type Phase = 'drain' | 'stopAccepting' | 'forceClose';
 
 /**
  * The bytes that leave with one message: buffers moved whole (a request's own body), and small tensors copied
- * together into shared chunks, so that a message of many small requests or responses moves a few buffers rather
+ * together into shared chunks (sized by what the previous message needed), so that a message of many small requests or responses moves a few buffers rather
  * than one per tensor. A tensor view in the message is a view on one of them.
  */
 export class Staging {
   private readonly moved = new Set<ArrayBuffer>();
   private chunk: ArrayBuffer | undefined;
   private used = 0;
+  /** Bytes staged for this message so far, and the size of the next message's first chunk (what the last one took). */
+  private staged = 0;
+  private chunkBytes = MIN_CHUNK_BYTES;
 
   /** Whether `buffer` moves with this message already. */
   moves(buffer: ArrayBufferLike): boolean {
@@ -92,12 +95,14 @@ export class Staging {
     }
     let at = (this.used + 7) & ~7;
     if (this.chunk === undefined || at + n > this.chunk.byteLength) {
-      this.chunk = new ArrayBuffer(CHUNK_BYTES);
+      // Sized by what the last message staged, so that a steady stream allocates about one small chunk per message.
+      this.chunk = new ArrayBuffer(Math.max(this.chunkBytes, n));
       this.moved.add(this.chunk);
       at = 0;
     }
     new Uint8Array(this.chunk, at, n).set(new Uint8Array(view.buffer, view.byteOffset, n));
     this.used = at + n;
+    this.staged += n + 8;
     return new Ctor(this.chunk, at, n / size);
   }
 
@@ -107,13 +112,17 @@ export class Staging {
     this.moved.clear();
     this.chunk = undefined;
     this.used = 0;
+    if (this.staged > 0) this.chunkBytes = Math.min(MAX_CHUNK_BYTES, Math.max(MIN_CHUNK_BYTES, Math.ceil(this.staged * 1.25)));
+    this.staged = 0;
     return out;
   }
 }
 
 /** Tensors up to this size share a chunk; larger ones get a buffer of their own. */
 const STAGED_MAX_BYTES = 16 * 1024;
-const CHUNK_BYTES = 64 * 1024;
+/** The bounds of a chunk's size. */
+const MIN_CHUNK_BYTES = 256;
+const MAX_CHUNK_BYTES = 64 * 1024;
 
 /**
  * The request without what stays on its thread (its cancellation, its pooled memory), its tensors' bytes moved
@@ -137,12 +146,14 @@ export function packRequest(request: InferenceRequest, staging: Staging): Packed
  * context's constructors: no copy, and the same arrays outside such contexts.
  */
 export function unpackRequest(packed: PackedRequest, cancellation: Cancellation): InferenceRequest {
-  const inputs = packed.inputs.map((named) => {
-    const { dtype, data } = named.tensor;
-    const local = inThisRealm(DTYPES[dtype].array as unknown as ViewConstructor | null, data as unknown as Bytes | Bytes[]);
-    return local === (data as unknown) ? named : { name: named.name, tensor: { ...named.tensor, data: local as never } };
-  });
-  return { ...packed, inputs, cancellation };
+  // The message's objects are this thread's alone: they become the request in place.
+  for (const named of packed.inputs) {
+    const tensor = named.tensor as { dtype: NamedTensor['tensor']['dtype']; data: unknown };
+    tensor.data = inThisRealm(DTYPES[tensor.dtype].array as unknown as ViewConstructor | null, tensor.data as Bytes | Bytes[]);
+  }
+  const request = packed as { -readonly [K in keyof InferenceRequest]: InferenceRequest[K] };
+  request.cancellation = cancellation;
+  return request;
 }
 
 type ViewConstructor = new (buffer: ArrayBufferLike, offset: number, length: number) => Bytes;
