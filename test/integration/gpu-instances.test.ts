@@ -6,6 +6,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Triton, workers, type TritonConfigInit } from '../../lib';
+import { ModelClient } from '../../lib/client';
 import { parseModelConfigText } from '../../lib/config/model-config-text';
 import { formatModelConfigText } from '../../lib/config/model-config-text';
 import { scanRepositories } from '../../lib/repository/model-folder';
@@ -137,7 +138,7 @@ describe('GPU instances without a GPU', () => {
   it('reports the provider each GPU instance says it got, once the instances run', async () => {
     const spec = workers({ module: REPORTING, devices: ['gpu:0', 'gpu:0', 'cpu'], data: { provider: 'webgpu' } });
     let before: Record<string, unknown> | undefined;
-    await start({}, (t) => {
+    await start({ allowGrpc: true, grpcPort: 0, grpcAddress: '127.0.0.1' }, (t) => {
       const bound = t.bind({ modelName: 'reporting', inferFunc: spec, outputs: [{ name: 'provider', dtype: 'BYTES', shape: [1] }], config: { batching: false } });
       before = bound.configJson;
     });
@@ -152,5 +153,13 @@ describe('GPU instances without a GPU', () => {
       gpu_execution_accelerator: [{ name: 'webgpu', parameters: {} }],
       cpu_execution_accelerator: [],
     });
+    // gRPC's ModelConfig carries it too (Triton's ExecutionAccelerators message).
+    const client = new ModelClient(`grpc://127.0.0.1:${(triton as Triton).ports.grpc}`, 'reporting');
+    try {
+      const config = await client.modelConfig();
+      expect((config.optimization as Record<string, unknown>).execution_accelerators).toMatchObject({ gpu_execution_accelerator: [{ name: 'webgpu' }] });
+    } finally {
+      client.close();
+    }
   });
 });
