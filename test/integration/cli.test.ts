@@ -114,6 +114,36 @@ describe('tstriton config', () => {
       output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [16] }],
     });
   });
+
+  it('prints a GPU instance and the provider --gpu-execution-provider (or its variable) names', async () => {
+    const flag = await runCli(['config', ONNX, '--device', 'gpu:0', '--gpu-execution-provider', 'webgpu']);
+    expect(flag.stderr).toBe('');
+    expect(flag.code).toBe(0);
+    expect(flag.stdout).toMatch(/execution_accelerators \{\s+gpu_execution_accelerator \{\s+name: "webgpu"\s+\}\s+\}/);
+    expect(parseModelConfigText(flag.stdout, 'config.pbtxt')).toMatchObject({
+      instance_group: [{ kind: 'KIND_GPU', count: 1, gpus: [0] }],
+      optimization: { execution_accelerators: { gpu_execution_accelerator: [{ name: 'webgpu' }] } },
+    });
+    const variable = await runCli(['config', ONNX, '--device', 'gpu:0'], { TSTRITON_GPU_EXECUTION_PROVIDER: 'cuda' });
+    expect(variable.code).toBe(0);
+    expect(variable.stdout).toMatch(/gpu_execution_accelerator \{\s+name: "cuda"\s+\}/);
+    // WebGPU serves the first GPU only.
+    const second = await runCli(['config', ONNX, '--device', 'gpu:1', '--gpu-execution-provider', 'webgpu']);
+    expect(second.code).toBe(2);
+    expect(second.stderr).toContain('the WebGPU execution provider runs on the first GPU only');
+  });
+});
+
+describe('tstriton serve on a GPU without a GPU', () => {
+  it('exits 1 with the message that names both providers and what each needs', async () => {
+    const { code, stderr } = await runCli(['serve', ONNX, '--device', 'gpu:0', '--http-address', '127.0.0.1', '--http-port', '0', '--grpc-port', '0', '--metrics-port', '0']);
+    expect(code).toBe(1);
+    expect(stderr).toContain("tstriton: failed to load model 'identity_fp32': instance identity_fp32_0 failed to start: cannot run");
+    expect(stderr).toContain('on gpu:0: neither GPU execution provider (CUDA, WebGPU) can start. CUDA: ');
+    expect(stderr).toContain('--onnxruntime-node-install=cuda12');
+    expect(stderr).toContain('WebGPU: ');
+    expect(stderr).toContain('libvulkan1 libglvnd0 libegl1 libgl1 libglx0 libgles2 libopengl0');
+  });
 });
 
 describe('tstriton serve', () => {
