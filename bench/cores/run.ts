@@ -10,7 +10,7 @@
  * instance) names its threads (thread-names.ts); the load generator (the harness's, raw HTTP/1.1 sockets or one
  * grpc-js channel) is another process. With `--front-end-threads N` (N ≥ 2) the server runs `httpThreadCount: N`:
  * its ports are served by N front-end threads and the main thread is the core thread alone; the report then goes
- * to the `cores-threads` block and measures the core thread against the issue's goal. Each thread's user + system time over a measured window is read from
+ * to the `cores-threads` block and measures the core thread against the core-thread goal. Each thread's user + system time over a measured window is read from
  * outside, in /proc (thread-cpu.ts). In every round each cell (protocol × concurrency) runs on both models back
  * to back, in ABBA order across rounds; figures are medians over rounds. Then, at the highest concurrency, a CPU
  * profile of the main thread (node:inspector, in the server) splits its time by role (roles.ts). Results are
@@ -36,7 +36,7 @@ import { FRONT_END_THREAD_PREFIX, GROUP_LABELS, GROUPS, readThreads, threadUse, 
 
 /** The whole run is stopped past this, whatever it is doing. */
 const WATCHDOG_MS = 175_000;
-/** The issue's figure: whole-server CPU per small request at c=32 on 2 cores, and the goal for a core thread. */
+/** The reference figure: whole-server CPU per small request at c=32 on 2 cores, and the goal for a core thread. */
 const REFERENCE = {
   processUsC32: 34,
   coreGoalFraction: 1 / 5,
@@ -273,7 +273,7 @@ async function main(ctx: BenchContext): Promise<BenchOutcome> {
 
   load.exit();
   await Promise.all([server.stop(), bare.stop()]);
-  // No bar: the block says how far the core thread is from the issue's goal.
+  // No bar: the block says how far the core thread is from the core-thread goal.
   return { key: threaded ? 'cores-threads' : 'cores', body: report(o, cells, summarize(bareSamples), profiles, pinned ? { server: serverCpus, load: cpus - 1 } : undefined, ctx), write: o.write, allMet: true };
 }
 
@@ -327,19 +327,19 @@ function report(o: Options, cells: Cell[], bare: Summary, profiles: Profiles, pi
   const ratios = [
     `Calibration: bench:http's bare node:http echo (HTTP binary, c=${BARE_CONCURRENCY}, measured in every round beside the models) took ` +
       `${us1(bare.processUs)} µs of CPU per request (${fmtInt(bare.rps)} req/s), ${slower.toFixed(2)}× the ${REFERENCE.bareUsC32} µs it took when the ` +
-      `issue's ${REFERENCE.processUsC32} µs was measured (${REFERENCE.measuredOn}): read the µs below as relative, or divide them by ${slower.toFixed(2)}.`,
+      `reference's ${REFERENCE.processUsC32} µs was measured (${REFERENCE.measuredOn}): read the µs below as relative, or divide them by ${slower.toFixed(2)}.`,
   ];
   const c32 = summaries.get('inproc binary 32');
   if (c32 && !threaded) {
     ratios.push(
       `In-process, HTTP binary, c=32: ${us1(c32.processUs)} µs of process CPU per request, ${(c32.processUs / bare.processUs).toFixed(2)}× the bare echo ` +
-        `(the issue's figure: ${(REFERENCE.processUsC32 / REFERENCE.bareUsC32).toFixed(2)}×), of which the main thread ${us1(c32.groupUs.main)} µs (${pct(c32.groupUs.main / c32.processUs)}).`,
+        `(the reference figure: ${(REFERENCE.processUsC32 / REFERENCE.bareUsC32).toFixed(2)}×), of which the main thread ${us1(c32.groupUs.main)} µs (${pct(c32.groupUs.main / c32.processUs)}).`,
     );
   }
   if (c32 && threaded) {
     ratios.push(
       `In-process, HTTP binary, c=32: ${us1(c32.processUs)} µs of process CPU per request, ${(c32.processUs / bare.processUs).toFixed(2)}× the bare echo ` +
-        `(the issue's figure: ${(REFERENCE.processUsC32 / REFERENCE.bareUsC32).toFixed(2)}×), of which the front-end threads ${us1(c32.groupUs.front)} µs ` +
+        `(the reference figure: ${(REFERENCE.processUsC32 / REFERENCE.bareUsC32).toFixed(2)}×), of which the front-end threads ${us1(c32.groupUs.front)} µs ` +
         `(${pct(c32.groupUs.front / c32.processUs)}) and the core thread ${us1(c32.groupUs.main)} µs (${pct(c32.groupUs.main / c32.processUs)}).`,
     );
   }
@@ -477,7 +477,7 @@ function report(o: Options, cells: Cell[], bare: Summary, profiles: Profiles, pi
           '  (the tables above), GC, Node’s message plumbing and *other* included.',
         ]
       : []),
-    `- Reference (the issue): about ${REFERENCE.processUsC32} µs of whole-server CPU per small request at c=32 on 2 cores; the goal`,
+    `- Reference (one event loop, 2026-11-26): about ${REFERENCE.processUsC32} µs of whole-server CPU per small request at c=32 on 2 cores; the goal`,
     `  for the planned design is a core thread at ≤ 1/5 of that (${us1(goal)} µs), so that one core thread keeps up with`,
     '  about five cores of front ends.',
   ].join('\n');
@@ -497,7 +497,7 @@ function singleThreadHead(): string[] {
 
 /**
  * What the main thread is behind `n` front-end threads, and the block's figure: the core thread's CPU per request
- * at c=32 (in-process, HTTP binary) against the issue's whole-server figure and against the goal, a fifth of it,
+ * at c=32 (in-process, HTTP binary) against the reference whole-server figure and against the goal, a fifth of it,
  * as measured and calibrated by the bare echo.
  */
 function threadedHead(n: number, c32: Summary | undefined, slower: number, goal: number): string[] {
@@ -508,7 +508,7 @@ function threadedHead(n: number, c32: Summary | undefined, slower: number, goal:
         const cal = us / slower;
         return [
           `**The core thread spent ${us1(us)} µs of CPU per request at c=32** (in-process identity, HTTP binary):`,
-          `${(us / ref).toFixed(2)}× the issue's ${ref} µs of whole-server CPU per request, and ${(us / goal).toFixed(2)}× its fifth`,
+          `${(us / ref).toFixed(2)}× the reference's ${ref} µs of whole-server CPU per request, and ${(us / goal).toFixed(2)}× its fifth`,
           `(${us1(goal)} µs, the goal for a core thread). Calibrated by the bare echo (this machine ran it ${slower.toFixed(2)}× as slow as the`,
           `machine of the ${ref} µs), that is ${us1(cal)} µs: ${(cal / ref).toFixed(2)}× the ${ref} µs and ${(cal / goal).toFixed(2)}× the ${us1(goal)} µs, ` +
             `${cal <= goal ? 'within' : 'above'} the goal. One core thread at ${us1(us)} µs carries ≈ ${fmtInt(1e6 / us)} req/s here.`,
