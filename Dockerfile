@@ -12,6 +12,7 @@
 #   BUILD_IMAGE      image of the build stage: Node.js 24 with npm at /usr/local/bin      (node:24-bookworm-slim)
 #   BASE_IMAGE       image the CPU runtime starts from: Node.js 24 at /usr/local/bin/node (node:24-bookworm-slim)
 #   CUDA_BASE_IMAGE  image the cuda target starts from: CUDA 12 and cuDNN 9 runtime libraries
+#   GPU_PACKAGES     the Vulkan and GL loaders the gpu target installs with apt-get (Debian bookworm's versions)
 #   EXTRA_PACKAGES   more npm packages for the runtime node_modules, e.g. "typescript@5.9.3" for model.ts scripts
 # Behind a proxy that re-signs TLS, hand npm its CA bundle as a build secret (never stored in a layer):
 #   podman build --secret id=npm_ca,src=/etc/ssl/certs/ca-certificates.crt ...
@@ -132,11 +133,15 @@ CMD ["serve", "--model-repository", "/models"]
 # The NVIDIA driver's Vulkan ICD (libGLX_nvidia) comes from the host through the NVIDIA container toolkit, which
 # mounts it only when the driver capabilities include `graphics`. Run with --device nvidia.com/gpu=all (podman,
 # CDI) or --gpus all (docker); on Kubernetes, request nvidia.com/gpu (the Helm chart's gpu.enabled).
+# GPU_PACKAGES: the loaders, pinned to Debian bookworm's versions (an Ubuntu BASE_IMAGE names its own).
 FROM server AS gpu
+ARG GPU_PACKAGES="libvulkan1=1.3.* libglvnd0=1.6.* libegl1=1.6.* libgl1=1.6.* libglx0=1.6.* libgles2=1.6.* libopengl0=1.6.*"
 USER 0:0
+# GPU_PACKAGES is a list of package specs, split into words on purpose (SC2086); its default pins every version,
+# which hadolint cannot see through the variable (DL3008).
+# hadolint ignore=SC2086,DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends "libvulkan1=1.3.*" "libglvnd0=1.6.*" "libegl1=1.6.*" "libgl1=1.6.*" \
-        "libglx0=1.6.*" "libgles2=1.6.*" "libopengl0=1.6.*" \
+    && apt-get install -y --no-install-recommends ${GPU_PACKAGES} \
     && rm -rf /var/lib/apt/lists/*
 ENV NVIDIA_VISIBLE_DEVICES=all \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility,graphics
