@@ -44,7 +44,16 @@ interface Live {
    * request was cancelled or its thread ended, which ends the stream.
    */
   release?: (err?: Error) => void;
+  /** A stream's responses posted to the thread and not yet written there. */
+  unwritten: number;
 }
+
+/**
+ * How many responses of one decoupled stream may be on their way to, or waiting in, its front-end thread before
+ * the model's next response waits: enough that a stream of small responses does not wait for a round trip
+ * between threads per response, few enough that a client that reads slowly holds back the model.
+ */
+const STREAM_WINDOW = 16;
 
 /** Cancels a request the core holds for a thread, failing the response it waits to have written. */
 function cancel(live: Live | undefined, reason: TritonError): void {
@@ -219,8 +228,10 @@ export class FrontEnds {
         return;
       case 'taken': {
         const live = thread.live.get(message.id);
-        const release = live?.release;
-        if (live) live.release = undefined;
+        if (live === undefined) return;
+        live.unwritten--;
+        const release = live.release;
+        live.release = undefined;
         release?.();
         return;
       }
@@ -243,7 +254,7 @@ export class FrontEnds {
   /** Runs a request a thread handed over through the core's entry; its responses and its end go back to it. */
   private infer(thread: FrontEndThread, item: InferItem): void {
     const cancellation = new Cancellation();
-    const live: Live = { cancellation };
+    const live: Live = { cancellation, unwritten: 0 };
     thread.live.set(item.id, live);
     const request = unpackRequest(item.request, cancellation);
     const call: InferCall = {
@@ -256,7 +267,8 @@ export class FrontEnds {
     };
     const sink = (response: Parameters<typeof packResponse>[0], final: boolean): void | Promise<void> => {
       thread.result({ id: item.id, response: packResponse(response, thread.staging), final });
-      if (!final) return new Promise<void>((resolve, reject) => (live.release = (err) => (err ? reject(err) : resolve())));
+      if (final || ++live.unwritten < STREAM_WINDOW) return;
+      return new Promise<void>((resolve, reject) => (live.release = (err) => (err ? reject(err) : resolve())));
     };
     this.host.core.inferAsync(call, sink).then(
       () => thread.live.delete(item.id),

@@ -30,6 +30,9 @@ interface Pending {
   readonly onCancel: () => void;
   resolve(): void;
   reject(err: Error): void;
+  /** A stream's results that arrived while the sink was still writing an earlier one, in order. */
+  queue?: ResultItem[];
+  writing?: boolean;
 }
 
 /**
@@ -148,33 +151,49 @@ export class RemoteCore implements ServerCore {
     for (const item of items) {
       const p = this.pending.get(item.id);
       if (p === undefined) continue;
-      if ('error' in item) {
-        this.settle(item.id, p);
-        p.reject(unpackError(item.error));
-        continue;
-      }
-      const response = item.response as InferenceResponse;
-      if (item.final) this.settle(item.id, p);
-      let taken: void | Promise<void>;
-      try {
-        taken = p.sink(response, item.final);
-      } catch (err) {
-        if (item.final) p.reject(err as Error);
-        else this.fail(item.id, p, err as Error);
-        continue;
-      }
-      if (item.final) {
-        if (taken) taken.then(p.resolve, p.reject);
-        else p.resolve();
-      } else if (taken) {
-        taken.then(
-          () => this.post({ t: 'taken', id: item.id }),
-          (err: Error) => this.fail(item.id, p, err),
-        );
-      } else {
-        this.post({ t: 'taken', id: item.id });
-      }
+      if (p.writing) (p.queue ??= []).push(item);
+      else this.deliver(item.id, p, item);
     }
+  }
+
+  /**
+   * Hands one result to its request's sink. A stream's next result waits until the sink has taken this one (a
+   * full socket holds it back); each one taken is reported to the core, which keeps a few in flight.
+   */
+  private deliver(id: number, p: Pending, item: ResultItem): void {
+    if ('error' in item) {
+      this.settle(id, p);
+      p.reject(unpackError(item.error));
+      return;
+    }
+    const response = item.response as InferenceResponse;
+    if (item.final) this.settle(id, p);
+    let taken: void | Promise<void>;
+    try {
+      taken = p.sink(response, item.final);
+    } catch (err) {
+      if (item.final) p.reject(err as Error);
+      else this.fail(id, p, err as Error);
+      return;
+    }
+    if (item.final) {
+      if (taken) taken.then(p.resolve, p.reject);
+      else p.resolve();
+      return;
+    }
+    if (!taken) {
+      this.post({ t: 'taken', id });
+      return;
+    }
+    p.writing = true;
+    taken.then(
+      () => {
+        p.writing = false;
+        this.post({ t: 'taken', id });
+        while (!p.writing && p.queue?.length) this.deliver(id, p, p.queue.shift() as ResultItem);
+      },
+      (err: Error) => this.fail(id, p, err),
+    );
   }
 
   /** The answer to a load or unload this thread asked for. */
