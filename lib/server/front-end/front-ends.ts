@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { extname, join } from 'node:path';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
@@ -20,11 +21,39 @@ const MAX_AUTO_THREADS = 8;
 
 /**
  * How many front-end threads a server runs: `httpThreadCount`, or for 0 one per core beyond the core thread's
- * own, at most 8 (one on a machine of one or two cores: the ports are then served on the core thread).
+ * own, at most 8 (one on a machine of one or two cores: the ports are then served on the core thread). The
+ * cores are the CPUs the process may run on, or fewer where its cgroup's CPU quota allows fewer (a container's
+ * CPU limit).
  */
-export function frontEndThreadCount(config: TritonConfig, cores = availableParallelism()): number {
+export function frontEndThreadCount(config: TritonConfig, cores = usableCores()): number {
   if (config.httpThreadCount > 0) return config.httpThreadCount;
   return Math.max(1, Math.min(MAX_AUTO_THREADS, cores - 1));
+}
+
+/** The CPUs this process may use: its affinity, bounded by its cgroup's CPU quota (cgroup v2 `cpu.max`). */
+export function usableCores(cpuMax = readCpuMax()): number {
+  const quota = cpuQuota(cpuMax);
+  return Math.max(1, Math.min(availableParallelism(), quota ?? Infinity));
+}
+
+/**
+ * The whole CPUs a cgroup v2 `cpu.max` line allows (`<quota> <period>` in µs, or `max <period>`): quota ÷ period,
+ * rounded down, at least 1; undefined for no limit or a line that does not parse.
+ */
+export function cpuQuota(cpuMax: string | undefined): number | undefined {
+  const [quota, period] = (cpuMax ?? '').trim().split(/\s+/);
+  const q = Number(quota);
+  const p = Number(period);
+  if (quota === 'max' || !(q > 0) || !(p > 0)) return undefined;
+  return Math.max(1, Math.floor(q / p));
+}
+
+function readCpuMax(): string | undefined {
+  try {
+    return readFileSync('/sys/fs/cgroup/cpu.max', 'utf8');
+  } catch {
+    return undefined;
+  }
 }
 
 /** Whether this Node can listen on one port from several threads (`reusePort`: Node 22.12+, 23.1+, Linux and others). */
