@@ -30,7 +30,7 @@ const OURS: readonly [RegExp, Role][] = [
   // they see it) is front end; the core thread's side of the hand-off is core: taking requests in (the message
   // handler, tensors adopted by the core's realm), copying responses out and batching them back, and answering
   // the threads' synchronous calls.
-  [/^lib\/server\/front-end\/(front-end-thread|remote-core)\.js$/, 'transport'],
+  [/^lib\/server\/front-end\/(front-end-thread|remote-core|core-mirrors)\.js$/, 'transport'],
   [/^lib\/server\/front-end\/(front-ends|messages|sync-call)\.js$/, 'core'],
   // What must stay one per server: the entry, models, scheduling, instances (their main-thread side), metrics.
   [/^lib\/server\/(infer-entry|server-core)\.js$/, 'core'],

@@ -13,7 +13,7 @@ import type { ServerCore, Transport } from '../server-core';
 import type { FrontEndInit } from './front-end-thread';
 import { packResponse, Staging, unpackRequest, type FromFrontEnd, type InferItem, type Phase, type Ports, type ResultItem, type ToFrontEnd } from './messages';
 import { shapeOf } from '../../model/model-view';
-import { MODELS_CHANGED, REGIONS_CHANGED } from './remote-core';
+import { MODELS_CHANGED, REGIONS_CHANGED } from './core-mirrors';
 import { packError, serveSyncCalls } from './sync-call';
 
 /** The most front-end threads `httpThreadCount: 0` picks. */
