@@ -90,6 +90,11 @@ const DEFAULT_TIMEOUT_SECONDS = 60;
 const FIRST_POLL_MS = 50;
 const MAX_POLL_MS = 1000;
 
+/** A server's answer for a model it does not know at all (Triton's wording; a model with no ready version says otherwise). */
+const UNKNOWN_MODEL = /^Request for unknown model: .* is not found$/;
+/** Errors that end a wait at once: the server's final answer. */
+const FINAL = new WeakSet<ClientError>();
+
 /**
  * A client for one model on a Triton-compatible server, over HTTP (`http://host:port`, or `https://host:port` over
  * TLS with the `tls` option) or gRPC (`grpc://host:port`, or `grpcs://host:port` over TLS), as PyTriton's `ModelClient`. Inputs and outputs are `Tensor`s;
@@ -124,9 +129,24 @@ export class ModelClient {
     return this.waitUntil('server', (s) => this.transport.serverReady(s), options);
   }
 
-  /** Resolves once the model reports ready; fails with DEADLINE_EXCEEDED after the timeout. */
+  /**
+   * Resolves once the model reports ready; fails with DEADLINE_EXCEEDED after the timeout. A model the server
+   * does not know at all (`Request for unknown model: '<m>' is not found`) fails at once with the server's error:
+   * only a model that exists but is not ready yet (loading, unavailable) is waited for.
+   */
   waitForModel(options: WaitOptions = {}): Promise<void> {
-    return this.waitUntil(`model '${this.modelName}'`, (s) => this.transport.modelReady(this.modelName, this.modelVersion, s), options);
+    return this.waitUntil(
+      `model '${this.modelName}'`,
+      async (s) => {
+        if (await this.transport.modelReady(this.modelName, this.modelVersion, s)) return true;
+        await this.transport.modelMetadata(this.modelName, this.modelVersion, s).catch((err: unknown) => {
+          if (err instanceof ClientError && err.status !== undefined && UNKNOWN_MODEL.test(err.message)) FINAL.add(err);
+          throw err;
+        });
+        return false;
+      },
+      options,
+    );
   }
 
   /** The model's config, in the JSON form of `GET /v2/models/{m}/config` on either protocol. */
@@ -270,7 +290,7 @@ export class ModelClient {
       try {
         if (await check({ timeoutMs: Math.max(1, Math.min(left, 5000)), signal: options.signal, headers: this.headers })) return;
       } catch (err) {
-        if (err instanceof ClientError && err.code === 'CANCELLED') throw err;
+        if (err instanceof ClientError && (err.code === 'CANCELLED' || FINAL.has(err))) throw err;
         last = (err as Error).message;
       }
       this.checkOpen();

@@ -155,6 +155,16 @@ describe.each(['http', 'grpc'] as const)('ModelClient over %s', (protocol) => {
     await expect(waiting).resolves.toBeUndefined();
   });
 
+  it("answers an unknown model at once with the server's error, instead of waiting for it to turn ready", async () => {
+    // Ten minutes to wait: a client that waited would fail this test by its own timeout.
+    const err = await failure(client(protocol, 'nope', { initTimeoutSeconds: 600 }).inferSample({ INPUT0: Float32Array.of(1) }));
+    expect(err.code).toBe('INVALID_ARGUMENT');
+    expect(err.status).toBe(STATUS[protocol].invalid);
+    expect(err.message).toBe("Request for unknown model: 'nope' is not found");
+    const wait = await failure(client(protocol, 'nope').waitForModel({ timeoutSeconds: 600 }));
+    expect(wait.message).toBe("Request for unknown model: 'nope' is not found");
+  });
+
   it('fails the first inference with DEADLINE_EXCEEDED when the model stays not ready past the init timeout', async () => {
     const err = await failure(client(protocol, 'not_ready', { initTimeoutSeconds: 0.3 }).inferSample({ INPUT0: Float32Array.of(1) }));
     expect(err.code).toBe('DEADLINE_EXCEEDED');
