@@ -9,8 +9,8 @@ Installing it then with `npm_config_onnxruntime_node_install=skip` — the setti
 variable npm passes it) and the one the README gives for CPU-only and offline installs — adds only the CPU
 binaries in the npm package, and the same ONNX model then serves and infers.
 
-Slow steps (npm pack, npm install) run with generous timeouts and `--prefer-offline`; the repository's `dist/`
-must be built first (the test suite builds before it runs).
+Slow steps (npm pack, npm install) run with generous timeouts and `--prefer-offline`; the package is packed from
+a fresh clone of the repository's HEAD, never built, as a user's `npm pack` of a checkout would be.
 """
 import json
 import os
@@ -96,12 +96,16 @@ def ports_env():
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
-    """An empty project (a package.json, no .npmrc) with the packed package installed."""
-    assert (ROOT / "dist" / "lib" / "index.js").exists(), "build first: npm run build"
+    """An empty project (a package.json, no .npmrc) with the package installed, packed from a clone that was never
+    built: `npm pack` builds it (prepack)."""
+    clone = tmp_path_factory.mktemp("clone") / "tstriton"
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True, timeout=120)
+    assert not (clone / "dist").exists()
+    (clone / "node_modules").symlink_to(ROOT / "node_modules")
     where = tmp_path_factory.mktemp("user-project")
-    packed = subprocess.run(["npm", "pack", "--silent", "--pack-destination", str(where)], cwd=ROOT,
+    packed = subprocess.run(["npm", "pack", "--silent", "--pack-destination", str(where)], cwd=clone,
                             env=user_env(), capture_output=True, text=True, check=True,
-                            timeout=300).stdout.strip().splitlines()[-1]
+                            timeout=600).stdout.strip().splitlines()[-1]
     (where / "package.json").write_text(json.dumps({"name": "user-project", "version": "1.0.0", "private": True}))
     assert not (where / ".npmrc").exists()
     installed = npm(["install", *NPM_FLAGS, f"./{packed}"], cwd=where)
