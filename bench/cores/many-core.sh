@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # One tstriton process against P processes side by side, on a machine with many cores (bench/cores/scale.ts):
-# the servers on the first half of the CPUs, the load generators on the second half, unless flags say otherwise.
+# the one process on one thread (httpThreadCount 1) and with P front-end threads (httpThreadCount P), the P
+# processes on one thread each; identity in-process, and mlp with 1, 2, 4, ... P worker instances. The block states
+# the goals: P front-end threads ≥ 0.75× P processes (identity), 8 mlp instances ≥ 3× 1 behind P front-end threads.
+# The servers run on the first half of the CPUs, the load generators on the second half, unless flags say otherwise.
 #
 #   bash bench/cores/many-core.sh [P] [flags of scale.js, e.g. --no-write --experiments identity]
 #

@@ -115,7 +115,7 @@ function report(o: Options, cells: Cell[], pinned: boolean, ctx: BenchContext): 
     `- ${verdict}`,
     '',
     '**Method.**',
-    '- *Ours*: `new Triton({ grpcPort: 0, allowHttp: false, allowMetrics: false, logLevel: "silent", grpcAddress: "127.0.0.1" })` with',
+    '- *Ours*: `new Triton({ httpThreadCount: 1, grpcPort: 0, allowHttp: false, allowMetrics: false, logLevel: "silent", grpcAddress: "127.0.0.1" })` with',
     '  `identity_fp32` bound as in examples/identity/model.ts (`@batch`, `maxBatchSize: 64`, `strict: true`).',
     '- *Baseline*: a bare grpc-js `inference.GRPCInferenceService` on the same .proto files and proto-loader options',
     '  (bench/grpc/server-baseline.ts) whose ModelInfer echoes `raw_input_contents` into `raw_output_contents`; no model',

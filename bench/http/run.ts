@@ -118,7 +118,7 @@ function report(o: Options, cells: Cell[], pinned: boolean, ctx: BenchContext): 
     ...verdicts.map((v) => `- ${v}`),
     '',
     '**Method.**',
-    '- *Ours*: `new Triton({ httpPort: 0, allowGrpc: false, allowMetrics: false, logLevel: "silent", httpAddress: "127.0.0.1" })` with',
+    '- *Ours*: `new Triton({ httpThreadCount: 1, httpPort: 0, allowGrpc: false, allowMetrics: false, logLevel: "silent", httpAddress: "127.0.0.1" })` with',
     '  `identity_fp32` bound as in examples/identity/model.ts (`@batch`, `maxBatchSize: 64`, `strict: true`).',
     '- *Baseline*: a bare `node:http` KServe v2 echo (bench/http/server-baseline.ts): reads the body, honours',
     '  `Inference-Header-Content-Length`, `JSON.parse`s the header, takes INPUT0 as a `Float32Array` (binary section or JSON',

@@ -216,7 +216,7 @@ function report(o: Options, cells: Cell[], ocr: OcrRuns, ctx: BenchContext): { b
     '**Method.**',
     `- Models: ${MODEL_KEYS.map((k) => models[k].describe).join('; ')}. Inputs: deterministic values in [−1, 1], the same bytes on both sides;`,
     '  both sides are checked once to give the same output (first values and sum) before anything is measured.',
-    '- *Served*: bench/onnx/server.ts, `new Triton({ httpPort: 0, allowGrpc: false, allowMetrics: false })` with each model bound as',
+    '- *Served*: bench/onnx/server.ts, `new Triton({ httpThreadCount: 1, httpPort: 0, allowGrpc: false, allowMetrics: false })` with each model bound as',
     `  \`onnxModel({ path, maxBatchSize: ${MAX_BATCH}, intraOpNumThreads: 1 })\` and \`config: { batcher: null }\` (one worker instance;`,
     "  each request runs alone, so a batch is exactly the request's rows). Requests: binary input, `binary_data: true` output,",
     `  from bench/harness/loadgen.ts (raw keep-alive sockets) in its own process. Throughput at c=${o.concurrency} (\`--concurrency\`; the next request is`,

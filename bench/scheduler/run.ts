@@ -325,7 +325,7 @@ function report(o: Options, exps: Experiment[], ctx: BenchContext, spinIteration
     ...exps.flatMap(readings).map((r) => `- ${r}`),
     '',
     '**Method.**',
-    '- *Ours*: one `new Triton({ httpPort: 0, allowGrpc: false, allowMetrics: false, logLevel: "silent" })` process',
+    '- *Ours*: one `new Triton({ httpThreadCount: 1, httpPort: 0, allowGrpc: false, allowMetrics: false, logLevel: "silent" })` process',
     '  (bench/scheduler/server-ours.ts) with every model bound; each is measured alone. ONNX models use `onnxModel({ path,',
     '  maxBatchSize, intraOpNumThreads: 1 })`, one worker thread each; the dynamic batcher has its defaults (no queue delay).',
     `- (a) \`test/fixtures/onnx/mlp_1024x4.onnx\`: 4 × relu(x·W), W 1024×1024 (weights computed in the graph and`,
