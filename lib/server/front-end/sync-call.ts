@@ -72,7 +72,12 @@ export function serveSyncCalls(port: MessagePort, flag: SharedArrayBuffer, handl
     } catch (err) {
       reply = { error: packError(err) };
     }
-    port.postMessage(reply);
+    try {
+      port.postMessage(reply);
+    } catch (err) {
+      // An answer that cannot cross threads must still wake the caller, with why.
+      port.postMessage({ error: packError(err) } satisfies SyncReply);
+    }
     Atomics.store(signal, 0, 1);
     Atomics.notify(signal, 0);
   });
