@@ -20,6 +20,7 @@ export const IsString = part('decorator/typechecker/IsString', 'IsString');
 export const IsIn = part('decorator/common/IsIn', 'IsIn');
 export const IsOptional = part('decorator/common/IsOptional', 'IsOptional');
 export const ValidateNested = part('decorator/common/ValidateNested', 'ValidateNested');
+export const ValidateIf = part('decorator/common/ValidateIf', 'ValidateIf');
 export const Matches = part('decorator/string/Matches', 'Matches');
 export const Min = part('decorator/number/Min', 'Min');
 export const Max = part('decorator/number/Max', 'Max');

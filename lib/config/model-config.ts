@@ -8,6 +8,7 @@ import {
   IsString,
   Max,
   Min,
+  ValidateIf,
   ValidateNested,
 } from './class-validator';
 import { TritonError } from '../errors';
@@ -187,9 +188,10 @@ export class ModelConfig {
   @IsBoolean()
   batching = true;
 
-  /** Largest batch one execution takes (when batching). */
+  /** Largest batch one execution takes (when batching; not read, nor checked, when `batching` is false). */
+  @ValidateIf((c: ModelConfig) => c.batching !== false)
   @IsInt()
-  @Min(1)
+  @Min(1, { message: "maxBatchSize must not be less than 1; for a model without a batch dimension (Triton's max_batch_size: 0) set batching: false" })
   @Max(2 ** 31 - 1)
   maxBatchSize = 4;
 

@@ -67,7 +67,9 @@ export function planEnsemble(
     try {
       model = repository.get(step.modelName, step.modelVersion === undefined ? undefined : String(step.modelVersion));
     } catch {
-      return fail(`${label}: unknown model '${step.modelName}'${step.modelVersion === undefined ? '' : ` version ${step.modelVersion}`}; bind it before the ensemble`);
+      // Bound in code or loaded from a repository, a step model must be there (and loaded) before its ensemble.
+      const which = `'${step.modelName}'${step.modelVersion === undefined ? '' : ` version ${step.modelVersion}`}`;
+      return fail(`${label}: unknown model ${which}; an ensemble's step models must be loaded before the ensemble`);
     }
     const stepMax = model.config.effectiveMaxBatchSize;
     if (maxBatchSize > 0 && stepMax < maxBatchSize) {

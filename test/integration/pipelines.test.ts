@@ -113,7 +113,7 @@ describe('ensembles', () => {
   });
 
   it.each([
-    ['an unknown model', [{ modelName: 'nope', inputMap: { x: 'IN' }, outputMap: { y: 'OUT' } }], /step 0 \(model 'nope'\): unknown model 'nope'/],
+    ['an unknown model', [{ modelName: 'nope', inputMap: { x: 'IN' }, outputMap: { y: 'OUT' } }], /step 0 \(model 'nope'\): unknown model 'nope'; an ensemble's step models must be loaded before the ensemble/],
     ['an unmapped step input', [{ modelName: 'scale', inputMap: {}, outputMap: { y: 'OUT' } }], /step 0 \(model 'scale'\): input 'x' is not mapped/],
     ['a mapped name the step lacks', [{ modelName: 'scale', inputMap: { x: 'IN', z: 'IN' }, outputMap: { y: 'OUT' } }], /input_map names 'z', which is not an input of 'scale'/],
     ['a tensor nobody produces', [{ modelName: 'scale', inputMap: { x: 'ghost' }, outputMap: { y: 'OUT' } }], /tensor 'ghost' \(for input 'x'\) is neither an ensemble input nor produced by a step/],

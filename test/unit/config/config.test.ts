@@ -77,7 +77,7 @@ describe('model config generation', () => {
 
 describe('config validation', () => {
   it.each([
-    [() => new ModelConfig({ maxBatchSize: 0 }), /invalid ModelConfig: maxBatchSize: maxBatchSize must not be less than 1/],
+    [() => new ModelConfig({ maxBatchSize: 0 }), /invalid ModelConfig: maxBatchSize: maxBatchSize must not be less than 1; for a model without a batch dimension \(Triton's max_batch_size: 0\) set batching: false/],
     [() => new ModelConfig({ batcher: { maxQueueDelayMicroseconds: -1 } }), /invalid ModelConfig: batcher\.maxQueueDelayMicroseconds: maxQueueDelayMicroseconds must not be less than 0/],
     [() => new ModelConfig({ batcher: { defaultQueuePolicy: { timeoutAction: 'DROP' as 'REJECT' } } }), /batcher\.defaultQueuePolicy\.timeoutAction: timeoutAction must be one of REJECT, DELAY/],
     [() => new TensorSpec({ dtype: 'FLOAT' as 'FP32', shape: [1] }), /dtype must be one of BOOL, UINT8/],
@@ -87,6 +87,14 @@ describe('config validation', () => {
     [() => new TritonConfig({ logLevel: 'loud' as 'info' }), /logLevel must be one of silent, error, warn, info, debug/],
   ])('rejects invalid values naming the field (%#)', (make, message) => {
     expect(() => validateOrThrow(make(), make().constructor.name)).toThrow(message);
+  });
+
+  it("takes Triton's max_batch_size 0 spelled as batching: false, with or without maxBatchSize 0", () => {
+    for (const init of [{ batching: false }, { batching: false, maxBatchSize: 0 }]) {
+      const config = new ModelConfig(init);
+      expect(() => validateOrThrow(config, 'ModelConfig')).not.toThrow();
+      expect(config.effectiveMaxBatchSize).toBe(0);
+    }
   });
 
   it('rejects unknown fields instead of ignoring typos', () => {
