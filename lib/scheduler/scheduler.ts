@@ -1,14 +1,16 @@
-import { requestCancelled, TritonError, toTritonError } from '../errors';
+import { requestCancelled, TritonError } from '../errors';
 import type { Request, Response } from '../callable';
 import { inService, type Instance } from '../instances/instance';
-import { BatchNotStarted } from '../instances/instance-errors';
-import { PriorityQueue, type QueuePolicyOptions, type QueueTimerOwner, type Pending } from './priority-queue';
+import { PriorityQueue, type QueuePolicyOptions, type Pending } from './priority-queue';
 import { ResponseStream } from './response-stream';
 import { runStreamBatch } from './stream-execution';
-import { executeOn, type ExecutionRecord, type Scheduled } from './execution-record';
+import type { ExecutionRecord, Scheduled } from './execution-record';
+import { ExecutionLoop, ms2ns, now, type Executed } from './execution-loop';
+import type { EnqueueOptions, Finalize, RequestScheduler, SchedulerHooks } from './request-scheduler';
 import { CANCELLATION, cancelledError, type Cancellable } from '../cancellation';
 
 export type { ExecutionRecord, Scheduled } from './execution-record';
+export type { EnqueueOptions, Finalize, SchedulerHooks } from './request-scheduler';
 
 /** Scheduler settings, derived from the model config. */
 export interface SchedulerOptions {
@@ -33,46 +35,15 @@ export interface SchedulerOptions {
 }
 
 /**
- * Per-request placement options. From an owner of the request's timer (a model's RequestJob, see QueueTimerOwner),
- * that timer also times the queue timeout: the queue arms none for the request.
- */
-export interface EnqueueOptions extends Partial<QueueTimerOwner> {
-  /** Priority level; 0 or out of range means the default level. */
-  priority?: number;
-  /** Queue timeout override in µs (applies when the level allows overrides). */
-  timeoutMicroseconds?: number;
-}
-
-/** Observer of executions, for statistics and failure handling. */
-export interface SchedulerHooks {
-  /** Called when an execution throws, before its requests are failed. */
-  onExecutionError?(err: unknown, instance: Instance): void;
-  /** Called after every execution. */
-  onExecution?(record: ExecutionRecord): void;
-  /** The error queued requests fail with once no instance is in service: none healthy, none coming back. */
-  outOfService?(): TritonError;
-}
-
-/** Turns one request's raw response into the value the caller receives; throws to fail that request only. */
-export type Finalize<T> = (request: Request, response: Response) => T;
-
-const now = () => performance.now();
-const ms2ns = (ms: number) => Math.round(ms * 1e6);
-
-/**
  * Queues requests for one model and forms batches on idle: whenever an instance is free, it takes what is
  * queued (highest priority first, up to `maxBatchSize` rows of compatible shapes) as one execution. It
  * waits on a timer only when `maxQueueDelayMicroseconds` asks it to, and never longer than that.
  */
-export class Scheduler<T = Response> {
+export class Scheduler<T = Response> extends ExecutionLoop<T> implements RequestScheduler<T> {
   private readonly queue: PriorityQueue;
   /** Instances in dispatch order; each takes up to its `maxConcurrency` executions (1 by default). */
   private readonly instances: readonly Instance[];
   private readonly running = new Map<Instance, number>();
-  private delayTimer: NodeJS.Timeout | undefined;
-  /** True while a dispatch waits for the end of this turn of the event loop (see `scheduleSoon`). */
-  private gathering = false;
-  private executing = 0;
   private nextSeq = 0;
   private deliverSeq = 0;
   private readonly held = new Map<number, () => void>();
@@ -80,9 +51,10 @@ export class Scheduler<T = Response> {
   constructor(
     instances: readonly Instance[],
     private readonly options: SchedulerOptions,
-    private readonly finalize: Finalize<T> = (_req, res) => res as T,
-    private readonly hooks: SchedulerHooks = {},
+    finalize: Finalize<T> = (_req, res) => res as T,
+    hooks: SchedulerHooks = {},
   ) {
+    super(finalize, hooks);
     this.instances = [...instances];
     this.queue = new PriorityQueue(
       options.priorityLevels ?? 0,
@@ -133,30 +105,18 @@ export class Scheduler<T = Response> {
     };
     entry.onAbort = onAbort;
     cancellation.listen(onAbort);
-    this.scheduleSoon();
+    this.dispatch();
   }
 
   /**
-   * Dispatches a new request, gathering first what else arrives in this turn of the event loop.
-   *
-   * Dispatching at once would run a batch of one whenever an instance is free. Worse, a callable that computes
-   * synchronously finishes before the next socket is read, so its instance is always free and every request
-   * runs alone. Deferring the dispatch to the check phase (`setImmediate`, after the poll phase has read every
-   * ready socket) puts all requests read together, and all that queued while a synchronous callable held the
-   * loop, in one batch: Triton's `max_queue_delay_microseconds: 0`, with no timer. Without batching, with a full
-   * batch queued or with no instance free, there is nothing to gather and `schedule` runs now.
+   * Dispatches a new request, gathering first what else arrives in this turn of the event loop (see
+   * ExecutionLoop.scheduleSoon). Without batching, with a full batch queued or with no instance free, there is
+   * nothing to gather and `schedule` runs now.
    */
-  private scheduleSoon(): void {
-    if (this.nextBatchIsFull() || !this.freeInstance(false)) return this.schedule();
-    if (this.gathering) return;
-    this.gathering = true;
-    setImmediate(this.gathered);
+  private dispatch(): void {
+    if (this.nextBatchIsFull() || !this.freeInstance(false)) this.schedule();
+    else this.scheduleSoon();
   }
-
-  private readonly gathered = (): void => {
-    this.gathering = false;
-    this.schedule();
-  };
 
   /**
    * Queues a request of a decoupled model; returns its response stream at once. Queue errors (full,
@@ -185,7 +145,7 @@ export class Scheduler<T = Response> {
     this.settle(p, error ?? (reason === 'CANCELED' ? requestCancelled() : new TritonError('UNAVAILABLE', 'Request timeout expired')));
   }
 
-  private schedule(): void {
+  protected schedule(): void {
     while (this.queue.size > 0) {
       let instance = this.freeInstance(false);
       if (instance) {
@@ -207,7 +167,7 @@ export class Scheduler<T = Response> {
 
   /** Fails every queued request: no instance is left to run it. */
   private failQueued(): void {
-    this.rejectAll(this.hooks.outOfService?.() ?? new TritonError('UNAVAILABLE', 'no instance can run the request: every instance failed and none is restarting'));
+    this.rejectAll(this.outOfServiceError());
   }
 
   /** A healthy instance with room for one more execution (or, with `prefetch`, one more waiting batch), preferring the least busy. */
@@ -232,16 +192,7 @@ export class Scheduler<T = Response> {
     const delayMs = this.options.maxQueueDelayMicroseconds / 1000;
     if (delayMs <= 0 || !this.options.dynamicBatching) return false;
     if (this.queue.totalRows() >= this.targetRows()) return false;
-    const oldest = this.queue.oldestEnqueuedAt();
-    const waited = now() - oldest;
-    if (waited >= delayMs) return false;
-    if (this.delayTimer === undefined) {
-      this.delayTimer = setTimeout(() => {
-        this.delayTimer = undefined;
-        this.schedule();
-      }, delayMs - waited);
-    }
-    return true;
+    return this.waitForMore(this.queue.oldestEnqueuedAt(), delayMs);
   }
 
   /** True when waiting could not make the next batch larger: no dynamic batching, or enough rows queued. */
@@ -257,10 +208,7 @@ export class Scheduler<T = Response> {
 
   /** Takes the head request and every following compatible request that fits. */
   private takeBatch(): Pending[] {
-    if (this.delayTimer !== undefined) {
-      clearTimeout(this.delayTimer);
-      this.delayTimer = undefined;
-    }
+    this.stopWaiting();
     const combine = this.options.dynamicBatching && this.options.maxBatchSize > 1;
     const batch = this.queue.takeBatch(combine ? this.options.maxBatchSize : 0);
     if (combine) this.trimToPreferred(batch);
@@ -290,47 +238,35 @@ export class Scheduler<T = Response> {
       return;
     }
     this.executing += batch.length;
-    const start = now();
     const requests: Request[] = new Array(batch.length);
     for (let i = 0; i < batch.length; i++) requests[i] = (batch[i] as Pending).request;
-    executeOn(instance, requests).then(
-      (responses) => this.completed(instance, batch, seq, start, responses, undefined),
-      (err: unknown) => this.completed(instance, batch, seq, start, undefined, err ?? new Error('the instance failed without a reason')),
+    this.execute(
+      instance,
+      requests,
+      (outcome, start) => this.completed(instance, batch, seq, start, outcome),
+      () => this.requeue(instance, batch, seq),
     );
   }
 
   /** Finalizes an execution's responses (or its error), records it and settles its requests. */
-  private completed(instance: Instance, batch: Pending[], seq: number, start: number, responses: Response[] | undefined, err: unknown): void {
-    if (err instanceof BatchNotStarted) return this.requeue(instance, batch, seq);
+  private completed(instance: Instance, batch: Pending[], seq: number, start: number, { responses, error }: Executed): void {
     const inferEnd = now();
     let rows = 0;
     for (const p of batch) rows += p.rows;
     const values: (T | undefined)[] = new Array(batch.length);
     const errors: unknown[] = new Array(batch.length);
-    const failed = responses === undefined;
     if (responses === undefined) {
-      this.hooks.onExecutionError?.(err, instance);
-      errors.fill(toTritonError(err, 'INFERENCE_FAILED'));
+      errors.fill(error);
     } else {
       for (let i = 0; i < batch.length; i++) {
         try {
           values[i] = this.finalize((batch[i] as Pending).request, responses[i] as Response);
-        } catch (error) {
-          errors[i] = error ?? new Error('the response failed validation without a reason');
+        } catch (e) {
+          errors[i] = ExecutionLoop.unfinalized(e);
         }
       }
     }
-    const end = now();
-    const record: ExecutionRecord = {
-      rows,
-      requests: batch.length,
-      computeInputNs: 0,
-      computeInferNs: ms2ns(inferEnd - start),
-      computeOutputNs: ms2ns(end - inferEnd),
-      instance,
-      failed,
-    };
-    this.hooks.onExecution?.(record);
+    const record = this.record(instance, rows, batch.length, start, inferEnd, now(), responses === undefined);
     this.finished(instance, batch);
     if (this.options.preserveOrdering) this.deliverInOrder(seq, () => this.deliver(batch, values, errors, start, record));
     else this.deliver(batch, values, errors, start, record);
@@ -373,7 +309,7 @@ export class Scheduler<T = Response> {
     for (const p of batch) rows += p.rows;
     const failed = await runStreamBatch(instance, batch, this.finalize, (err) => this.hooks.onExecutionError?.(err, instance));
     const end = now();
-    this.hooks.onExecution?.({ rows, requests: batch.length, computeInputNs: 0, computeInferNs: ms2ns(end - start), computeOutputNs: 0, instance, failed });
+    this.record(instance, rows, batch.length, start, end, end, failed);
     for (const p of batch) {
       this.settle(p, undefined, { value: undefined as T, queueNs: ms2ns(start - p.enqueuedAt), computeInputNs: 0, computeInferNs: ms2ns(end - start), computeOutputNs: 0, batchRows: rows });
     }

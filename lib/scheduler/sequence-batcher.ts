@@ -1,13 +1,12 @@
-import { TritonError, toTritonError } from '../errors';
+import { TritonError } from '../errors';
 import type { Request, Response, SequenceInfo } from '../callable';
 import type { SequenceBatching } from '../config/sequence-batching';
-import type { Instance } from '../instances/instance';
-import { BatchNotStarted } from '../instances/instance-errors';
+import { inService, type Instance } from '../instances/instance';
 import { CANCELLATION, cancelledError, type Cancellable, type Cancellation } from '../cancellation';
 import type { Tensor } from '../tensor/tensor';
-import { executeOn, type ExecutionRecord, type Scheduled } from './execution-record';
-import type { RequestScheduler } from './request-scheduler';
-import type { EnqueueOptions, Finalize, SchedulerHooks } from './scheduler';
+import type { Scheduled } from './execution-record';
+import { ExecutionLoop, ms2ns, now, type Executed } from './execution-loop';
+import type { EnqueueOptions, Finalize, RequestScheduler, SchedulerHooks } from './request-scheduler';
 import { ResponseStream } from './response-stream';
 import type { StateTensors } from './sequence-tensors';
 import { SequenceRows } from './sequence-rows';
@@ -54,10 +53,8 @@ interface Sequence<T> {
   released: boolean;
 }
 
-const now = () => performance.now();
 /** Lost sequences whose error is remembered for their next request. */
 const LOST_REMEMBERED = 10_000;
-const ms2ns = (ms: number) => Math.round(ms * 1e6);
 
 /** A map key for a correlation id: integers and strings never collide. */
 function keyOf(id: SequenceInfo['id']): string {
@@ -71,7 +68,7 @@ function keyOf(id: SequenceInfo['id']): string {
  * request; `oldest` takes the sequences whose waiting request is oldest. Implicit state lives with the sequence
  * and is handed to the callable as inputs and taken back from its outputs.
  */
-export class SequenceBatcher<T> implements RequestScheduler<T> {
+export class SequenceBatcher<T> extends ExecutionLoop<T> implements RequestScheduler<T> {
   private readonly slotsByInstance = new Map<Instance, Slot<T>[]>();
   private readonly sequences = new Map<string, Sequence<T>>();
   private readonly backlog: Sequence<T>[] = [];
@@ -83,10 +80,7 @@ export class SequenceBatcher<T> implements RequestScheduler<T> {
   private readonly delayMs: number;
   private readonly target: number;
   private readonly direct: boolean;
-  private delayTimer: NodeJS.Timeout | undefined;
-  private gathering = false;
   private queued = 0;
-  private executing = 0;
   private statesCreated = 0;
   private statesReleased = 0;
   private nextStateId = 1;
@@ -94,9 +88,10 @@ export class SequenceBatcher<T> implements RequestScheduler<T> {
   constructor(
     private readonly instances: readonly Instance[],
     private readonly options: SequenceBatcherOptions,
-    private readonly finalize: Finalize<T>,
-    private readonly hooks: SchedulerHooks = {},
+    finalize: Finalize<T>,
+    hooks: SchedulerHooks = {},
   ) {
+    super(finalize, hooks);
     const { config, maxBatchSize } = options;
     const batched = maxBatchSize > 0;
     this.direct = config.oldest === undefined;
@@ -327,25 +322,11 @@ export class SequenceBatcher<T> implements RequestScheduler<T> {
         this.assign(next, slot);
       }
     }
-    if (!this.instances.some((i) => i.healthy || i.recovering)) {
-      const err = this.hooks.outOfService?.() ?? new TritonError('UNAVAILABLE', 'no instance can run the request: every instance failed and none is restarting');
-      this.rejectAll(err);
-      return;
-    }
+    if (!this.instances.some(inService)) return this.rejectAll(this.outOfServiceError());
     this.schedule();
   }
 
-  /** Dispatches at the end of this turn of the event loop, so that requests read together batch together. */
-  private scheduleSoon(): void {
-    if (this.gathering) return;
-    this.gathering = true;
-    setImmediate(() => {
-      this.gathering = false;
-      this.schedule();
-    });
-  }
-
-  private schedule(): void {
+  protected schedule(): void {
     for (const [instance, slots] of this.slotsByInstance) {
       if (!instance.healthy || this.busy.has(instance)) continue;
       const ready = slots.filter((s) => s.owner && !s.owner.running && s.owner.queue.length > 0);
@@ -363,15 +344,7 @@ export class SequenceBatcher<T> implements RequestScheduler<T> {
     const want = this.direct ? slots.filter((s) => s.owner).length : Math.min(this.target, slots.length);
     if (ready.length >= want) return false;
     const oldest = Math.min(...ready.map((s) => (s.owner as Sequence<T>).queue[0]?.enqueuedAt ?? Infinity));
-    const waited = now() - oldest;
-    if (waited >= this.delayMs) return false;
-    if (this.delayTimer === undefined) {
-      this.delayTimer = setTimeout(() => {
-        this.delayTimer = undefined;
-        this.schedule();
-      }, this.delayMs - waited);
-    }
-    return true;
+    return this.waitForMore(oldest, this.delayMs);
   }
 
   /** The slots of the next batch: `direct` in slot order, `oldest` by the age of their waiting request. */
@@ -423,10 +396,11 @@ export class SequenceBatcher<T> implements RequestScheduler<T> {
     this.busy.add(instance);
     const real = entries.filter((e) => e !== undefined).length;
     this.executing += real;
-    const start = now();
-    executeOn(instance, requests).then(
-      (responses) => this.completed(instance, owners, entries, start, responses, undefined, keeps),
-      (err: unknown) => this.completed(instance, owners, entries, start, undefined, err ?? new Error('the instance failed without a reason'), keeps),
+    this.execute(
+      instance,
+      requests,
+      (outcome, start) => this.completed(instance, owners, entries, start, outcome, keeps),
+      () => this.notStarted(instance, owners, entries),
     );
   }
 
@@ -438,61 +412,51 @@ export class SequenceBatcher<T> implements RequestScheduler<T> {
     this.statesCreated++;
   }
 
-  private completed(
-    instance: Instance,
-    owners: (Sequence<T> | undefined)[],
-    entries: (Queued<T> | undefined)[],
-    start: number,
-    responses: Response[] | undefined,
-    err: unknown,
-    keptByInstance: boolean,
-  ): void {
+  /** An execution the instance never started: its requests go back to the front of their sequences. */
+  private notStarted(instance: Instance, owners: (Sequence<T> | undefined)[], entries: (Queued<T> | undefined)[]): void {
+    this.ended(instance, entries);
+    entries.forEach((entry, i) => {
+      const seq = owners[i];
+      if (!entry || !seq) return;
+      seq.running = false;
+      if (seq.released) {
+        entry.reject(new TritonError('UNAVAILABLE', `sequence ${String(seq.id)} of model '${this.options.modelName}' was released before the request ran`));
+        return;
+      }
+      seq.queue.unshift(entry);
+      this.queued++;
+      entry.cancellation.listen(entry.onAbort);
+    });
+    this.scheduleSoon();
+  }
+
+  /** An execution on `instance` ended: it is free again, and its requests no longer count as executing. */
+  private ended(instance: Instance, entries: (Queued<T> | undefined)[]): number {
     this.busy.delete(instance);
-    const real = entries.filter((e) => e !== undefined) as Queued<T>[];
-    this.executing -= real.length;
-    if (err instanceof BatchNotStarted) {
-      // Never ran: its requests go back to the front of their sequences.
-      entries.forEach((entry, i) => {
-        const seq = owners[i];
-        if (!entry || !seq) return;
-        seq.running = false;
-        if (seq.released) {
-          entry.reject(new TritonError('UNAVAILABLE', `sequence ${String(seq.id)} of model '${this.options.modelName}' was released before the request ran`));
-          return;
-        }
-        seq.queue.unshift(entry);
-        this.queued++;
-        entry.cancellation.listen(entry.onAbort);
-      });
-      this.scheduleSoon();
-      return;
-    }
+    let real = 0;
+    for (const e of entries) if (e !== undefined) real++;
+    this.executing -= real;
+    return real;
+  }
+
+  private completed(instance: Instance, owners: (Sequence<T> | undefined)[], entries: (Queued<T> | undefined)[], start: number, { responses, error }: Executed, keptByInstance: boolean): void {
+    const real = this.ended(instance, entries);
     const inferEnd = now();
-    if (responses === undefined) this.hooks.onExecutionError?.(err, instance);
-    const record: ExecutionRecord = {
-      rows: real.length,
-      requests: real.length,
-      computeInputNs: 0,
-      computeInferNs: ms2ns(inferEnd - start),
-      computeOutputNs: 0,
-      instance,
-      failed: responses === undefined,
-    };
-    this.hooks.onExecution?.(record);
+    const record = this.record(instance, real, real, start, inferEnd, inferEnd, responses === undefined);
     entries.forEach((entry, i) => {
       if (!entry) return;
       const seq = owners[i];
       if (seq) seq.running = false;
       if (responses === undefined) {
-        entry.reject(toTritonError(err, 'INFERENCE_FAILED'));
+        entry.reject(error);
       } else {
         try {
           const response = responses[i] as Response;
           const outputs = keptByInstance ? response : this.takeState(seq, response);
           const value = this.finalize(entry.request, outputs);
-          entry.resolve({ value, queueNs: ms2ns(start - entry.enqueuedAt), computeInputNs: 0, computeInferNs: record.computeInferNs, computeOutputNs: 0, batchRows: real.length });
-        } catch (error) {
-          entry.reject(error ?? new Error('the response failed validation without a reason'));
+          entry.resolve({ value, queueNs: ms2ns(start - entry.enqueuedAt), computeInputNs: 0, computeInferNs: record.computeInferNs, computeOutputNs: 0, batchRows: real });
+        } catch (e) {
+          entry.reject(ExecutionLoop.unfinalized(e));
         }
       }
       if (seq && entry.sequence.end) {
