@@ -32,7 +32,7 @@ ENV ONNXRUNTIME_NODE_INSTALL=skip \
     npm_config_update_notifier=false \
     npm_config_fund=false \
     npm_config_audit=false
-COPY package.json package-lock.json .npmrc ./
+COPY package.json package-lock.json ./
 RUN --mount=type=secret,id=npm_ca --mount=type=cache,id=tstriton-npm,target=/root/.npm,sharing=locked \
     if [ -s /run/secrets/npm_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm_ca; fi \
     && npm ci
@@ -68,7 +68,7 @@ RUN --mount=type=secret,id=npm_ca --mount=type=cache,id=tstriton-npm,target=/roo
     && chmod 0755 /app/dist/lib/cli/main.js
 
 # --- cuda-libs: the production node_modules with onnxruntime-node's CUDA 12 provider libraries ---------------
-# The install script reads ONNXRUNTIME_NODE_INSTALL (or npm_config_onnxruntime_node_install) and downloads
+# The install script reads ONNXRUNTIME_NODE_INSTALL (the build stage sets it to skip) and downloads
 # libonnxruntime_providers_{cuda,shared,tensorrt}.so from NuGet into bin/napi-v6/linux/x64 (x86_64 only).
 FROM build AS cuda-libs
 RUN --mount=type=secret,id=npm_ca \

@@ -6,7 +6,7 @@ export type OrtModule = typeof import('onnxruntime-node');
 
 /** Message of the error an ONNX model fails with when onnxruntime-node is not installed. */
 export const ORT_MISSING_MESSAGE =
-  "serving ONNX models needs the 'onnxruntime-node' package: npm install onnxruntime-node (set npm_config_onnxruntime_node_install=skip to skip its CUDA download)";
+  "serving ONNX models needs the 'onnxruntime-node' package: npm install onnxruntime-node (set ONNXRUNTIME_NODE_INSTALL=skip to skip its CUDA download)";
 
 /**
  * True when `err` says that onnxruntime-node itself cannot be found (`MODULE_NOT_FOUND` from `require`,

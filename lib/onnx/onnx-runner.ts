@@ -32,7 +32,7 @@ export type GpuProvider = (typeof GPU_PROVIDERS)[number];
 
 /** What the CUDA execution provider needs, for the error a GPU instance fails with. */
 export const CUDA_NEEDS =
-  "onnxruntime-node's CUDA provider libraries (`npm install onnxruntime-node --onnxruntime-node-install=cuda12`, or remove `onnxruntime-node-install=skip` from .npmrc) and CUDA 12 and cuDNN 9 libraries on the library path";
+  "onnxruntime-node's CUDA provider libraries (`ONNXRUNTIME_NODE_INSTALL=cuda12 npm rebuild onnxruntime-node` downloads them) and CUDA 12 and cuDNN 9 libraries on the library path";
 
 /** What the WebGPU execution provider (Dawn over Vulkan, bundled with onnxruntime-node on Linux x64) needs. */
 export const WEBGPU_NEEDS =

@@ -140,7 +140,7 @@ describe('tstriton serve on a GPU without a GPU', () => {
     expect(code).toBe(1);
     expect(stderr).toContain("tstriton: failed to load model 'identity_fp32': instance identity_fp32_0 failed to start: cannot run");
     expect(stderr).toContain('on gpu:0: neither GPU execution provider (CUDA, WebGPU) can start. CUDA: ');
-    expect(stderr).toContain('--onnxruntime-node-install=cuda12');
+    expect(stderr).toContain('ONNXRUNTIME_NODE_INSTALL=cuda12 npm rebuild onnxruntime-node');
     expect(stderr).toContain('WebGPU: ');
     expect(stderr).toContain('libvulkan1 libglvnd0 libegl1 libgl1 libglx0 libgles2 libopengl0');
   });

@@ -30,7 +30,7 @@ describe('loadOrt', () => {
 
   it('names the package, the install command and the setting that skips the CUDA download', () => {
     expect(ORT_MISSING_MESSAGE).toBe(
-      "serving ONNX models needs the 'onnxruntime-node' package: npm install onnxruntime-node (set npm_config_onnxruntime_node_install=skip to skip its CUDA download)",
+      "serving ONNX models needs the 'onnxruntime-node' package: npm install onnxruntime-node (set ONNXRUNTIME_NODE_INSTALL=skip to skip its CUDA download)",
     );
   });
 

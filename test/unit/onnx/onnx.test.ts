@@ -59,7 +59,7 @@ describe('devices', () => {
     const message = err.message;
     expect(message).toContain(`cannot run '${settings.path}' on gpu:0: neither GPU execution provider (CUDA, WebGPU) can start`);
     expect(message).toMatch(/CUDA: .*Failed to load shared library; it needs /);
-    expect(message).toContain('--onnxruntime-node-install=cuda12');
+    expect(message).toContain('ONNXRUNTIME_NODE_INSTALL=cuda12 npm rebuild onnxruntime-node');
     expect(message).toContain('CUDA 12 and cuDNN 9');
     expect(message).toMatch(/WebGPU: .*adapter.*; it needs /);
     expect(message).toContain('libvulkan1 libglvnd0 libegl1 libgl1 libglx0 libgles2 libopengl0');
