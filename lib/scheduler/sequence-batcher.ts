@@ -1,15 +1,16 @@
 import { TritonError } from '../errors';
-import type { Request, Response, SequenceInfo } from '../callable';
+import type { Request, Response } from '../callable';
 import type { SequenceBatching } from '../config/sequence-batching';
 import { inService, type Instance } from '../instances/instance';
-import { CANCELLATION, cancelledError, type Cancellable, type Cancellation } from '../cancellation';
+import { CANCELLATION, cancelledError, type Cancellable } from '../cancellation';
 import type { Tensor } from '../tensor/tensor';
 import type { Scheduled } from './execution-record';
 import { ExecutionLoop, ms2ns, now, type Executed } from './execution-loop';
 import type { EnqueueOptions, Finalize, RequestScheduler, SchedulerHooks } from './request-scheduler';
 import { ResponseStream } from './response-stream';
-import type { StateTensors } from './sequence-tensors';
 import { SequenceRows } from './sequence-rows';
+import { SequenceSlots, type Slot } from './sequence-slots';
+import { keyOf, type Queued, type Sequence } from './live-sequence';
 
 /** Sequence batcher settings, derived from the model config. */
 export interface SequenceBatcherOptions {
@@ -19,47 +20,8 @@ export interface SequenceBatcherOptions {
   config: SequenceBatching;
 }
 
-/** A request waiting in its sequence. */
-interface Queued<T> {
-  readonly request: Request & Cancellable;
-  readonly sequence: SequenceInfo;
-  readonly enqueuedAt: number;
-  readonly resolve: (v: Scheduled<T>) => void;
-  readonly reject: (err: unknown) => void;
-  readonly cancellation: Cancellation;
-  readonly onAbort: () => void;
-}
-
-/** A batch slot of one instance; a live sequence owns it from its START to its END (or idle timeout). */
-interface Slot<T> {
-  readonly instance: Instance;
-  readonly index: number;
-  owner: Sequence<T> | undefined;
-}
-
-/** One live sequence: its requests in order, its slot (or none yet: backlogged) and its implicit state. */
-interface Sequence<T> {
-  readonly key: string;
-  readonly id: SequenceInfo['id'];
-  readonly queue: Queued<T>[];
-  slot: Slot<T> | undefined;
-  running: boolean;
-  /** Its state, kept here; or, when its instance keeps it (a worker), the id the instance keeps it under. */
-  state: StateTensors | undefined;
-  stateId: number | undefined;
-  idleTimer: NodeJS.Timeout | undefined;
-  /** Set once its END request was queued: requests for its id start a new sequence. */
-  ending: boolean;
-  released: boolean;
-}
-
 /** Lost sequences whose error is remembered for their next request. */
 const LOST_REMEMBERED = 10_000;
-
-/** A map key for a correlation id: integers and strings never collide. */
-function keyOf(id: SequenceInfo['id']): string {
-  return typeof id === 'string' ? `s:${id}` : `n:${String(id)}`;
-}
 
 /**
  * Triton's sequence batcher: each sequence (requests sharing a correlation id, START to END) is routed to one
@@ -69,9 +31,8 @@ function keyOf(id: SequenceInfo['id']): string {
  * and is handed to the callable as inputs and taken back from its outputs.
  */
 export class SequenceBatcher<T> extends ExecutionLoop<T> implements RequestScheduler<T> {
-  private readonly slotsByInstance = new Map<Instance, Slot<T>[]>();
+  private readonly slots: SequenceSlots<Sequence<T>>;
   private readonly sequences = new Map<string, Sequence<T>>();
-  private readonly backlog: Sequence<T>[] = [];
   /** Why sequences lost to a failed instance ended, by key, until their id starts again (oldest dropped first). */
   private readonly lost = new Map<string, TritonError>();
   private readonly busy = new Set<Instance>();
@@ -96,11 +57,8 @@ export class SequenceBatcher<T> extends ExecutionLoop<T> implements RequestSched
     const batched = maxBatchSize > 0;
     this.direct = config.oldest === undefined;
     const perInstance = this.direct ? Math.max(1, maxBatchSize) : config.oldest?.maxCandidateSequences || Math.max(1, maxBatchSize);
+    this.slots = new SequenceSlots(instances, perInstance);
     for (const instance of instances) {
-      this.slotsByInstance.set(
-        instance,
-        Array.from({ length: perInstance }, (_, index) => ({ instance, index, owner: undefined })),
-      );
       instance.onHealthChange?.((event) => {
         if (!event.healthy) this.instanceLost(instance, event.cause);
       });
@@ -127,11 +85,14 @@ export class SequenceBatcher<T> extends ExecutionLoop<T> implements RequestSched
 
   /** Sequences holding a slot or waiting for one. */
   get liveSequences(): number {
-    let n = 0;
-    for (const slots of this.slotsByInstance.values()) for (const s of slots) if (s.owner) n++;
-    return n + this.backlog.length;
+    return this.slots.live;
   }
 
+  /**
+   * Queues a request in its sequence. Its deadline (the request's `timeout`) ends it while it waits, through its
+   * cancellation; a priority does not apply: a sequence's requests run in order, in the slot the sequence holds,
+   * and Triton's sequence batcher has no priority levels or queue policies either.
+   */
   enqueue(request: Request & Cancellable, rows: number, _batchKey: string, _options?: EnqueueOptions): Promise<Scheduled<T>> {
     return new Promise<Scheduled<T>>((resolve, reject) => {
       try {
@@ -178,9 +139,7 @@ export class SequenceBatcher<T> extends ExecutionLoop<T> implements RequestSched
     if (!seq) {
       seq = { key, id: sequence.id, queue: [], slot: undefined, running: false, state: undefined, stateId: undefined, idleTimer: undefined, ending: false, released: false };
       this.sequences.set(key, seq);
-      const slot = this.freeSlot();
-      if (slot) this.assign(seq, slot);
-      else this.backlog.push(seq);
+      this.slots.place(seq);
     }
     const owner = seq;
     const entry: Queued<T> = {
@@ -209,26 +168,6 @@ export class SequenceBatcher<T> extends ExecutionLoop<T> implements RequestSched
     }
     this.touch(seq);
     this.scheduleSoon();
-  }
-
-  /** A free slot, on the healthy instance with the most free slots. */
-  private freeSlot(): Slot<T> | undefined {
-    let best: Slot<T> | undefined;
-    let bestFree = 0;
-    for (const [instance, slots] of this.slotsByInstance) {
-      if (!instance.healthy) continue;
-      const free = slots.filter((s) => !s.owner);
-      if (free.length > bestFree) {
-        best = free[0];
-        bestFree = free.length;
-      }
-    }
-    return best;
-  }
-
-  private assign(seq: Sequence<T>, slot: Slot<T>): void {
-    slot.owner = seq;
-    seq.slot = slot;
   }
 
   /** Re-arms the sequence's idle timer (Triton's `max_sequence_idle_microseconds`). */
@@ -263,17 +202,7 @@ export class SequenceBatcher<T> extends ExecutionLoop<T> implements RequestSched
       entry.reject(error ?? new TritonError('UNAVAILABLE', `sequence ${String(seq.id)} of model '${this.options.modelName}' was released before the request ran`));
     }
     this.dropState(seq);
-    const backlogged = this.backlog.indexOf(seq);
-    if (backlogged >= 0) this.backlog.splice(backlogged, 1);
-    const slot = seq.slot;
-    seq.slot = undefined;
-    if (slot && slot.owner === seq) {
-      slot.owner = undefined;
-      if (slot.instance.healthy) {
-        const next = this.backlog.shift();
-        if (next) this.assign(next, slot);
-      }
-    }
+    this.slots.vacate(seq);
     this.scheduleSoon();
   }
 
@@ -290,9 +219,7 @@ export class SequenceBatcher<T> extends ExecutionLoop<T> implements RequestSched
 
   /** A crashed instance loses the state of every sequence in its slots: they fail, with the reason. */
   private instanceLost(instance: Instance, cause: Error | undefined): void {
-    for (const slot of this.slotsByInstance.get(instance) ?? []) {
-      const seq = slot.owner;
-      if (!seq) continue;
+    for (const seq of this.slots.holdersOn(instance)) {
       const error = new TritonError(
         'UNAVAILABLE',
         `sequence ${String(seq.id)} of model '${this.options.modelName}' was lost: instance ${instance.name} failed${cause ? ` (${cause.message})` : ''}; start the sequence again`,
@@ -307,27 +234,18 @@ export class SequenceBatcher<T> extends ExecutionLoop<T> implements RequestSched
   }
 
   rejectAll(err: TritonError): void {
-    for (const slots of this.slotsByInstance.values()) for (const s of slots) if (s.owner) this.release(s.owner, err);
-    for (const seq of [...this.backlog]) this.release(seq, err);
+    for (const seq of this.slots.holders()) this.release(seq, err);
   }
 
   wake(): void {
     // An instance back in service takes backlogged sequences into its free slots.
-    for (const [instance, slots] of this.slotsByInstance) {
-      if (!instance.healthy) continue;
-      for (const slot of slots) {
-        if (slot.owner) continue;
-        const next = this.backlog.shift();
-        if (!next) break;
-        this.assign(next, slot);
-      }
-    }
+    this.slots.refill();
     if (!this.instances.some(inService)) return this.rejectAll(this.outOfServiceError());
     this.schedule();
   }
 
   protected schedule(): void {
-    for (const [instance, slots] of this.slotsByInstance) {
+    for (const [instance, slots] of this.slots.byInstance) {
       if (!instance.healthy || this.busy.has(instance)) continue;
       const ready = slots.filter((s) => s.owner && !s.owner.running && s.owner.queue.length > 0);
       if (ready.length === 0) continue;
@@ -337,7 +255,7 @@ export class SequenceBatcher<T> extends ExecutionLoop<T> implements RequestSched
   }
 
   /** True while a partial batch may wait for more sequences (the strategy's `max_queue_delay_microseconds`). */
-  private shouldWait(slots: Slot<T>[], ready: Slot<T>[]): boolean {
+  private shouldWait(slots: Slot<Sequence<T>>[], ready: Slot<Sequence<T>>[]): boolean {
     if (this.delayMs <= 0) return false;
     // Direct waits for the live sequences' requests; oldest, as a dynamic batcher, for the preferred size (new
     // sequences may still start), never beyond its candidate slots.
@@ -348,10 +266,10 @@ export class SequenceBatcher<T> extends ExecutionLoop<T> implements RequestSched
   }
 
   /** The slots of the next batch: `direct` in slot order, `oldest` by the age of their waiting request. */
-  private pick(slots: Slot<T>[], ready: Slot<T>[]): (Slot<T> | undefined)[] {
+  private pick(slots: Slot<Sequence<T>>[], ready: Slot<Sequence<T>>[]): (Slot<Sequence<T>> | undefined)[] {
     const limit = Math.max(1, this.options.maxBatchSize);
     if (!this.direct) {
-      const age = (s: Slot<T>) => (s.owner as Sequence<T>).queue[0]?.enqueuedAt ?? Infinity;
+      const age = (s: Slot<Sequence<T>>) => (s.owner as Sequence<T>).queue[0]?.enqueuedAt ?? Infinity;
       return [...ready].sort((a, b) => age(a) - age(b)).slice(0, limit);
     }
     // Direct: the batch spans slots 0..highest ready; slots between without a ready request are READY false.
@@ -359,7 +277,7 @@ export class SequenceBatcher<T> extends ExecutionLoop<T> implements RequestSched
     return slots.slice(0, Math.min(limit, highest + 1)).map((s) => (ready.includes(s) ? s : undefined));
   }
 
-  private run(instance: Instance, layout: (Slot<T> | undefined)[]): void {
+  private run(instance: Instance, layout: (Slot<Sequence<T>> | undefined)[]): void {
     // The sequences of this batch, fixed now: a slot may change hands before the batch ends.
     const owners: (Sequence<T> | undefined)[] = [];
     const entries: (Queued<T> | undefined)[] = [];
