@@ -16,9 +16,13 @@ export function cancellationOf(request: object): Cancellation | undefined {
 }
 
 /**
- * A request's cancellation: a flag, a reason and plain callbacks, with the standard `AbortSignal` made only
- * when someone asks for it. Creating an AbortSignal for every request costs several microseconds and
- * old-generation garbage on the hot path, while most callables never look at it.
+ * A request's cancellation, the one cancellation type of the server: a flag, a reason and plain callbacks, with
+ * the standard `AbortSignal` (what a callable reads as `request.signal`) made only when someone asks for it.
+ * Creating an AbortSignal for every request costs several microseconds and old-generation garbage on the hot
+ * path, while most callables never look at it.
+ *
+ * Two ways in: `listen`/`unlisten` for a callback (no closure made to undo it, for the hot path), and `link` to
+ * abort with another Cancellation or with an AbortSignal from outside (a callable's own signal for a call).
  */
 export class Cancellation {
   aborted = false;
@@ -58,25 +62,22 @@ export class Cancellation {
     if (i >= 0) this.more?.splice(i, 1);
   }
 
-  /** Calls `listener` once on abort (at once if already aborted); returns the function that removes it. */
-  onAbort(listener: () => void): () => void {
-    if (this.aborted) {
-      listener();
+  /**
+   * Aborts this one when `source` aborts (at once if it has), with its reason: a TritonError passes as it is,
+   * anything else (an AbortSignal's DOMException) becomes CANCELLED. Returns the function that unlinks them.
+   */
+  link(source: Cancellation | AbortSignal): () => void {
+    if (source.aborted) {
+      this.abort(cancelledError(source.reason));
       return NOOP;
     }
-    this.listen(listener);
-    return () => this.unlisten(listener);
-  }
-
-  /** Aborts when `signal` does; returns the function that stops following it. */
-  follow(signal: AbortSignal): () => void {
-    if (signal.aborted) {
-      this.abort(reasonOf(signal));
-      return NOOP;
+    const onAbort = () => this.abort(cancelledError(source.reason));
+    if (source instanceof Cancellation) {
+      source.listen(onAbort);
+      return () => source.unlisten(onAbort);
     }
-    const onAbort = () => this.abort(reasonOf(signal));
-    signal.addEventListener('abort', onAbort, { once: true });
-    return () => signal.removeEventListener('abort', onAbort);
+    source.addEventListener('abort', onAbort, { once: true });
+    return () => source.removeEventListener('abort', onAbort);
   }
 
   /** The equivalent AbortSignal, made on first use. */
@@ -87,10 +88,6 @@ export class Cancellation {
     }
     return this.controller.signal;
   }
-}
-
-function reasonOf(signal: AbortSignal): TritonError {
-  return cancelledError(signal.reason);
 }
 
 /** The error a cancelled request fails with: the abort reason when it is a TritonError, else CANCELLED. */

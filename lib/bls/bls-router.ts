@@ -23,10 +23,19 @@ export class BlsRouter {
   ) {}
 
   /** `trace` is the caller's span when it is traced: the callee's span (here or on the remote server) becomes its child. */
-  readonly handle: BlsHandler = (call, chain, caller, trace) => {
+  readonly handle: BlsHandler = async (call, chain, caller, trace) => {
     const callerName = chain[chain.length - 1] ?? '';
-    if (call.url) return this.remote.infer(call, call.signal ? AbortSignal.any([call.signal, caller.signal]) : caller.signal, callerName, trace);
-    return this.local(call, chain, caller, callerName, trace);
+    // The call ends with its caller, or when the callable's own signal for it fires.
+    const cancellation = new Cancellation();
+    const unlinkCaller = cancellation.link(caller);
+    const unlinkCall = call.signal ? cancellation.link(call.signal) : undefined;
+    try {
+      if (call.url) return await this.remote.infer(call, cancellation.signal, callerName, trace);
+      return await this.local(call, chain, cancellation, callerName, trace);
+    } finally {
+      unlinkCaller();
+      unlinkCall?.();
+    }
   };
 
   /** Clients of remote models are closed. */
@@ -34,7 +43,7 @@ export class BlsRouter {
     this.remote.close();
   }
 
-  private async local(call: InferCall, chain: readonly string[], caller: Cancellation, callerName: string, trace: TraceParent | undefined): Promise<Record<string, Tensor>> {
+  private async local(call: InferCall, chain: readonly string[], cancellation: Cancellation, callerName: string, trace: TraceParent | undefined): Promise<Record<string, Tensor>> {
     const model = this.repository.get(call.modelName, call.modelVersion);
     refuseDecoupled(model, `model '${callerName}' calling '${model.name}': request.infer()`);
     // The simple deadlock: every execution slot of the callee is held by a caller up this very chain.
@@ -47,10 +56,6 @@ export class BlsRouter {
           'this would deadlock: give it more instances or do not call it from itself',
       );
     }
-    // The call ends with its caller, or when the callable's own signal for it fires.
-    const cancellation = new Cancellation();
-    const stopListening = caller.onAbort(() => cancellation.abort(caller.reason));
-    const unfollow = call.signal ? cancellation.follow(call.signal) : undefined;
     try {
       const response = await this.infer(
         {
@@ -71,9 +76,6 @@ export class BlsRouter {
     } catch (err) {
       const e = toTritonError(err, 'INFERENCE_FAILED');
       throw new TritonError(e.code, `model '${callerName}' calling '${model.name}': ${e.message}`, { cause: err });
-    } finally {
-      stopListening();
-      unfollow?.();
     }
   }
 }

@@ -176,7 +176,10 @@ export class WorkerChannel {
   private forwardAborts(worker: Worker, id: number, requests: readonly Request[], listeners: (() => void)[]): void {
     requests.forEach((r, index) => {
       const c = cancellationOf(r);
-      if (c && !c.aborted) listeners.push(c.onAbort(() => worker.postMessage({ type: 'abort', id, index, reason: serializeError(c.reason) } satisfies ToWorker)));
+      if (!c || c.aborted) return;
+      const forward = () => worker.postMessage({ type: 'abort', id, index, reason: serializeError(c.reason) } satisfies ToWorker);
+      c.listen(forward);
+      listeners.push(() => c.unlisten(forward));
     });
   }
 
