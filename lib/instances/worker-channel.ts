@@ -11,7 +11,7 @@ import type { FromWorker, ToWorker, WireBatch } from './worker/messages';
 import type { Tensor } from '../tensor/tensor';
 
 /** A batch sent to the worker and not yet answered. */
-export interface InFlight {
+export interface PostedBatch {
   resolve(responses: unknown): void;
   reject(err: Error): void;
   /** The batch's requests, whose `infer` serves the calls the worker makes for them. */
@@ -29,7 +29,7 @@ export type ChannelMessage = Extract<FromWorker, { type: 'result' | 'error' | 'i
  * running now, so that nothing is posted to a worker that has ended.
  */
 export class WorkerChannel {
-  private readonly inFlight = new Map<number, InFlight>();
+  private readonly inFlight = new Map<number, PostedBatch>();
   /** Open decoupled batches: where each streamed item goes. */
   private readonly streams = new Map<number, (item: StreamItem) => void>();
   /** `request.infer` calls the worker made and the main thread is running, by the worker's call id. */
@@ -158,7 +158,7 @@ export class WorkerChannel {
   }
 
   /** Takes every batch in flight, in the order they were sent. */
-  takeInFlight(): InFlight[] {
+  takeInFlight(): PostedBatch[] {
     const batches = [...this.inFlight.values()];
     this.inFlight.clear();
     return batches;
@@ -226,7 +226,7 @@ export class WorkerChannel {
       });
   }
 
-  private take(id: number): InFlight | undefined {
+  private take(id: number): PostedBatch | undefined {
     const batch = this.inFlight.get(id);
     this.inFlight.delete(id);
     return batch;

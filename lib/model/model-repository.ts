@@ -5,6 +5,8 @@ import type { Model } from './model';
 /** Bound models by name and version. */
 export class ModelRepository {
   private readonly models = new Map<string, Map<string, Model>>();
+  /** The highest version of each name, kept as versions come and go (a request naming no version gets it). */
+  private readonly latest = new Map<string, Model>();
   private readonly listeners: (() => void)[] = [];
 
   /** Calls `listener` whenever a model is added, replaced or removed (front-end threads drop their copies). */
@@ -12,7 +14,12 @@ export class ModelRepository {
     this.listeners.push(listener);
   }
 
-  private changed(): void {
+  private changed(name: string): void {
+    const versions = this.models.get(name);
+    let highest: Model | undefined;
+    for (const m of versions?.values() ?? []) if (!highest || Number(m.version) > Number(highest.version)) highest = m;
+    if (highest) this.latest.set(name, highest);
+    else this.latest.delete(name);
     for (const l of this.listeners) l();
   }
 
@@ -24,7 +31,7 @@ export class ModelRepository {
       throw new TritonError('ALREADY_EXISTS', `model '${model.name}' version ${model.version} is already bound`);
     }
     versions.set(model.version, model);
-    this.changed();
+    this.changed(model.name);
   }
 
   /** Puts `model` in the place of the model with its name and version (a model loaded again). */
@@ -32,7 +39,7 @@ export class ModelRepository {
     const versions = this.models.get(model.name);
     if (!versions?.has(model.version)) throw new TritonError('INTERNAL', `model '${model.name}' version ${model.version} is not bound`);
     versions.set(model.version, model);
-    this.changed();
+    this.changed(model.name);
   }
 
   /**
@@ -44,7 +51,7 @@ export class ModelRepository {
     if (versions?.get(model.version) !== model) return;
     versions.delete(model.version);
     if (versions.size === 0) this.models.delete(model.name);
-    this.changed();
+    this.changed(model.name);
   }
 
   /**
@@ -75,12 +82,11 @@ export class ModelRepository {
    * "unknown model" error otherwise.
    */
   get(name: string, version?: string): Model {
-    const versions = this.models.get(name);
-    if (versions && (version === undefined || version === '')) {
-      const latest = [...versions.keys()].sort((a, b) => Number(b) - Number(a))[0];
-      if (latest !== undefined) return versions.get(latest) as Model;
+    if (version === undefined || version === '') {
+      const latest = this.latest.get(name);
+      if (latest) return latest;
     }
-    const model = version ? versions?.get(version) : undefined;
+    const model = version ? this.models.get(name)?.get(version) : undefined;
     if (model) return model;
     const which = version ? ` version ${version}` : '';
     throw new TritonError('MODEL_NOT_FOUND', `Request for unknown model: '${name}'${which} is not found`);
