@@ -2,8 +2,9 @@ import type { DataType, TensorData } from './tensor/dtype';
 import type { Tensor } from './tensor/tensor';
 import type { InstanceContext } from './instance-context';
 
-/** A request parameter value (string, integer, boolean or double; 64-bit integers as BigInt). */
-export type ParameterValue = string | number | boolean | bigint;
+import type { ParameterValue } from './protocol/infer-parameter';
+
+export type { ParameterValue };
 
 /** One inference request as the callable sees it. */
 export interface Request {

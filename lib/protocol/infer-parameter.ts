@@ -1,6 +1,8 @@
-import type { ParameterValue } from '../callable';
 import { TritonError } from '../errors';
 import type { InferParameterMap, InferParameterMessage, Int64 } from './messages';
+
+/** A request parameter value (string, integer, boolean or double; 64-bit integers as BigInt). */
+export type ParameterValue = string | number | boolean | bigint;
 
 /**
  * Turns a gRPC `map<string, InferParameter>` into plain values: strings, booleans, doubles, and 64-bit
