@@ -14,22 +14,36 @@ export type BatchTransform = (fn: BatchFn, self: unknown, inputs: Record<string,
 /** A raw callable as the decorators call one another: the requests, and the instance context when known. */
 export type RequestsFn = (requests: Request[], instance?: InstanceContext) => Promise<Response[]> | Response[];
 
-/** Any function, as TC39 method decorators see it. */
-type AnyMethod = (this: unknown, ...args: never[]) => unknown;
+/**
+ * A method of `This`, as TC39 method decorators see it: the bound that TypeScript's own
+ * `ClassMethodDecoratorContext<This, Value>` puts on `Value`.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type MethodOf<This> = (this: This, ...args: any) => any;
 
 /**
  * The three ways every decorator can be used, from one wrapping function:
- * a plain wrapper `batch(fn)`, a legacy (`experimentalDecorators`) method decorator, and a TC39 method
- * decorator. `R` is what the wrapper form returns: a raw callable for request-level decorators, a batch
+ * a TC39 (standard) method decorator, a legacy (`experimentalDecorators`) method decorator, and a plain wrapper
+ * `batch(fn)`. `R` is what the wrapper form returns: a raw callable for request-level decorators, a batch
  * function for batch-level ones.
+ *
+ * The signatures are ordered for the type checker. TypeScript resolves a standard decorator `@batch` as a call
+ * that may pass the method alone to a signature of one parameter, and it tries every signature for an exact
+ * (subtype) match before an assignable one: were the plain wrapper first, or the standard form's context any
+ * wider than the method's own, it would pick the wrapper and report that its return type `R` is not the method's
+ * type (TS1270). So the standard form comes first and takes the method's exact context; a plain call `batch(fn)`
+ * has one argument and skips it; a legacy decorator's (prototype, name, descriptor) fits only the second.
  */
 export interface Decorator<F, R = MarkedCallable> {
-  /** Plain wrapper: `batch(async (inputs) => ...)`. */
-  (fn: F): R;
+  /**
+   * TC39 method decorator (TypeScript 5 and later without `experimentalDecorators`). Its type is the method's
+   * own: at run time the method becomes the decorated callable, which the server calls with the requests.
+   */
+  <This, M extends MethodOf<This>>(method: M, context: ClassMethodDecoratorContext<This, M>): M;
   /** Legacy method decorator (`experimentalDecorators: true`). */
   (target: object, key: string | symbol, descriptor: PropertyDescriptor): PropertyDescriptor;
-  /** TC39 method decorator (TypeScript 5 default). */
-  <M extends AnyMethod>(method: M, context: ClassMethodDecoratorContext): M;
+  /** Plain wrapper: `batch(async (inputs) => ...)`. */
+  (fn: F): R;
 }
 
 /** A batch-level decorator: turns a batch function into another batch function; goes below `@batch`. */
