@@ -27,8 +27,8 @@ export interface ScriptModel {
 
 /**
  * The instances of a script model: `count` in-process instances, each a fresh object of the class the file
- * exports (its default export, or its only exported class). TypeScript files load without a build step
- * through the TypeScript compiler, which must then be installed.
+ * exports (its default export, or its only exported class). TypeScript files load without a build step,
+ * compiled by esbuild as they load (register-ts.js).
  */
 export function scriptModelInstances(file: string, count: number, modelDir: string): InstanceFactory[] {
   const factory = instanceFactory(async (context: InstanceContext) => {

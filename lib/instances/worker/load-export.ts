@@ -48,18 +48,21 @@ function forgetModules(dir: string): void {
 }
 
 /**
- * Lets this thread `require` `.ts` files without a build step, through the TypeScript hook the worker threads
- * preload; a no-op when a hook is there already (a run from the sources, ts-node). `what` names the file for the
- * error a user sees.
+ * Lets this thread `require` `.ts` (and `.cts`) files without a build step: installs the hook in register-ts.js,
+ * which compiles each file with esbuild (a dependency of tstriton) as it loads; a no-op when a `.ts` hook is there
+ * already (a run from the sources, tsx or ts-node). `what` names the file for the error a user sees.
  *
- * @throws TritonError `INVALID_CONFIG` when the `typescript` package is not installed.
+ * @throws TritonError `INVALID_CONFIG` when the `esbuild` package cannot be found.
  */
 export function enableTypeScript(what: string): void {
   if (require.extensions['.ts']) return;
   try {
-    require.resolve('typescript');
+    require.resolve('esbuild');
   } catch {
-    throw new TritonError('INVALID_CONFIG', `${what}: loading a .ts file needs the 'typescript' package (npm install typescript), or compile it to .js`);
+    throw new TritonError(
+      'INVALID_CONFIG',
+      `${what}: loading a .ts file needs the 'esbuild' package, a dependency of tstriton that is missing here (reinstall tstriton), or compile the file to .js`,
+    );
   }
   // The hook is CommonJS beside this file, in the sources and (copied by the build) in dist/.
   createRequire(__filename)(join(__dirname, 'register-ts.js'));

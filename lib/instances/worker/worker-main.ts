@@ -8,7 +8,7 @@ import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { type Request, type Response, type StreamItem, isAsyncIterable } from '../../callable';
 import { buildCallable, type LoadedCallable } from '../../infer-func';
 import { serializeError } from './error-transfer';
-import { loadExport } from './load-export';
+import { enableTypeScript, loadExport } from './load-export';
 import type { WorkerInit } from './messages';
 import { ParentChannel } from './parent-channel';
 import { WorkerMetrics } from './worker-metrics';
@@ -24,6 +24,8 @@ async function main(port: MessagePort, init: WorkerInit): Promise<void> {
   let loaded: LoadedCallable;
   let report: InstanceReport | undefined;
   try {
+    // A TypeScript module loads as the CLI's --module files do, unless the worker was given a hook of its own.
+    if (/\.c?ts$/i.test(init.module)) enableTypeScript(`instance ${context.instanceName} (${init.module})`);
     loaded = await buildCallable(await loadExport(init.module, init.exportName), context);
     await loaded.initialize?.(context);
     report = loaded.report?.();
