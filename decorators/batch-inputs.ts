@@ -1,4 +1,5 @@
-import { concatBatch, TritonError, type Request, type Tensor } from '../lib';
+import { TritonError, type Request, type Tensor } from '../lib';
+import { concatBatch } from '../lib/tensor';
 import { describeRequest, totalRows, type BatchContext } from './context';
 import { dimsOf, sameDims, sliceRows } from './tensor-rows';
 import { flatten } from './ragged';

@@ -1,5 +1,5 @@
-import { DTYPES, TritonError, tensor, type DataType, type InstanceContext, type ModelConfigJson, type Request, type Tensor } from '../lib';
-import { checkData, elementCount, fromConfigType } from '../lib/tensor';
+import { TritonError, tensor, type DataType, type InstanceContext, type ModelConfigJson, type Request, type Tensor } from '../lib';
+import { DTYPES, checkData, elementCount, fromConfigType } from '../lib/tensor';
 import { requestRows } from './batch-inputs';
 import { describeRequest } from './context';
 import { makeDecorator, type Decorator, type RequestsFn } from './decorate';

@@ -1,4 +1,5 @@
-import { elementCount, TritonError, type ParameterValue, type Tensor } from '../lib';
+import { TritonError, type ParameterValue, type Tensor } from '../lib';
+import { elementCount } from '../lib/tensor';
 import { batchedNames, partsOf, replaceInputs } from './batch-inputs';
 import { derivedContext, describeRequest, parameterKey, showParameter, type BatchContext } from './context';
 import { makeBatchDecorator, misuse, namesAndOptions, type BatchDecorator } from './decorate';

@@ -1,4 +1,5 @@
-import { elementCount, TritonError, type OutputValue } from '../lib';
+import { TritonError, type OutputValue } from '../lib';
+import { elementCount } from '../lib/tensor';
 import type { BatchOutputs } from './context';
 import { allocLike, copyElements, dimsOf, isTyped, sameDims, type Elements } from './tensor-rows';
 

@@ -1,4 +1,5 @@
-import { concatBatch, TritonError, type InstanceContext, type OutputValue, type Request, type Tensor } from '../lib';
+import { TritonError, type InstanceContext, type OutputValue, type Request, type Tensor } from '../lib';
+import { concatBatch } from '../lib/tensor';
 import type { DataType, TensorData } from '../lib/tensor/dtype';
 import type { BatchInputKind } from '../lib/config/ragged-batching';
 import { describeRequest } from './context';

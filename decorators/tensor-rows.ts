@@ -1,4 +1,5 @@
-import { elementCount, TritonError, type OutputValue, type Tensor } from '../lib';
+import { TritonError, type OutputValue, type Tensor } from '../lib';
+import { elementCount } from '../lib/tensor';
 import { NUMERIC_ARRAYS } from '../lib/tensor/dtype';
 
 /**

@@ -1,53 +1,43 @@
-// The public surface of tstriton, listed explicitly so it can be reviewed in one place.
+// The public surface of tstriton, listed explicitly so it can be reviewed in one place; docs/api.md lists the same
+// names, and test/unit/public-api.test.ts holds the two together. Everything else is internal.
+
+// The server.
 export { Triton } from './triton';
-export type { BindOptions, RunOptions, Transport } from './triton';
-export type { ChatTemplate, ChatMessage } from './model/chat-template';
-export { TritonError, UnrecoverableError, ERROR_CODES, GrpcStatus, toTritonError } from './errors';
-export type { ErrorCode } from './errors';
+export type { RunOptions } from './triton';
+export type { BindOptions } from './model/bind-options';
+export type { BoundModel } from './model/bound-model';
+export type { HttpRouter, RouteHandler, RouteRequest, RouteResponse } from './server/http/http-router';
+export { TritonConfig } from './config';
+export type { TritonConfigInit } from './config';
+
+// Callables: what a model receives and returns.
 export type { Request, Response, InferCallable, DecoupledCallable, StreamItem, InferCall, OutputValue, ParameterValue, ResponseParameters, SequenceInfo } from './callable';
 export { RESPONSE_PARAMETERS, withParameters } from './callable';
-export type { CustomMetrics, CustomMetricFamily, CustomMetric, MetricFamilySpec, MetricKind } from './custom-metrics';
-export { instanceFactory } from './infer-func';
 export type { InferFunc, LifecycleHooks, InstanceFactory, InstanceTarget } from './infer-func';
-export { workers } from './instances';
-export { onnxModel } from './onnx/onnx-model';
-export { ensemble } from './model/ensemble';
+export { instanceFactory } from './infer-func';
+export type { InstanceContext, Device, DeviceKind } from './instance-context';
+export type { CustomMetrics, CustomMetricFamily, CustomMetric, MetricFamilySpec, MetricKind } from './custom-metrics';
+export type { ChatTemplate, ChatMessage } from './model/chat-template';
 export type { ScriptModel, ScriptModelArgs } from './repository/script-model';
-export type { LoadOverride } from './model/model-control';
-export type { EnsembleSpec, EnsembleStep } from './model/ensemble';
+
+// What `inferFunc` can also be: worker threads, an ONNX file, an ensemble.
+export { workers } from './instances/worker-spec';
+export type { WorkersInit, WorkerOptions, WorkerSpec } from './instances/worker-spec';
+export { onnxModel } from './onnx/onnx-model';
 export type { OnnxModelInit, OnnxModelSpec } from './onnx/onnx-model';
-export type { WorkersInit, WorkerOptions, WorkerSpec, InstanceContext, HealthEvent } from './instances';
-export {
-  TensorSpec,
-  ModelConfig,
-  DynamicBatcher,
-  QueuePolicy,
-  WarmupSetting,
-  SequenceBatching,
-  TritonConfig,
-  buildModelConfigJson,
-} from './config';
-export type {
-  TensorSpecInit,
-  ModelConfigInit,
-  DynamicBatcherInit,
-  QueuePolicyInit,
-  WarmupSettingInit,
-  TritonConfigInit,
-  TimeoutAction,
-  LogLevel,
-  GpuExecutionProvider,
-  ModelConfigJson,
-  SequenceBatchingInit,
-  SequenceControlInit,
-  SequenceStateInit,
-  BatchInputInit,
-  BatchOutputInit,
-} from './config';
-export { DTYPES, DATA_TYPES, tensor, elementCount, concatBatch, sliceBatch } from './tensor';
-export type { DataType, Tensor, TensorData } from './tensor';
-export { ModelRepository } from './model';
-export type { InferenceRequest, InferenceResponse, ModelMetadata } from './model';
-export type { Device, DeviceKind, Instance } from './instances';
-export type { ServerMetadata } from './server/server-core';
-export { VERSION } from './version';
+export { ensemble } from './model/ensemble-spec';
+export type { EnsembleSpec, EnsembleStep } from './model/ensemble-spec';
+
+// Model config (the rest of it, and `toPbtxt`, is in `tstriton/config`).
+export { TensorSpec, ModelConfig, DynamicBatcher, QueuePolicy, WarmupSetting, SequenceBatching } from './config';
+export type { TensorSpecInit, ModelConfigInit, DynamicBatcherInit, QueuePolicyInit, WarmupSettingInit, SequenceBatchingInit, ModelConfigJson } from './config';
+
+// Tensors.
+export { tensor } from './tensor/tensor';
+export type { Tensor } from './tensor/tensor';
+export { DATA_TYPES } from './tensor/dtype';
+export type { DataType, TensorData } from './tensor/dtype';
+
+// Errors.
+export { TritonError, UnrecoverableError } from './errors';
+export type { ErrorCode } from './errors';

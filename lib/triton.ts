@@ -6,7 +6,10 @@ import { InFlight } from './in-flight';
 import { createLogger, type Logger } from './logger';
 import type { InferenceRequest, InferenceResponse } from './model/inference';
 import type { Model } from './model/model';
-import { buildModel, checkBinding, type BindOptions, type BuildContext } from './model/model-builder';
+import type { BoundModel } from './model/bound-model';
+import { boundModel } from './model/model-handle';
+import { buildModel, checkBinding, type BuildContext } from './model/model-builder';
+import type { BindOptions } from './model/bind-options';
 import { ModelControl, type LoadOverride } from './model/model-control';
 import { ModelRepository } from './model/model-repository';
 import { RepositoryControl } from './repository/repository-control';
@@ -15,6 +18,8 @@ import { GrpcServer } from './server/grpc/grpc-server';
 import { FrontEnds, frontEndThreadCount, reusePortSupported } from './server/front-end/front-ends';
 import { Metrics, MetricsServer } from './metrics/metrics';
 import { HttpServer } from './server/http/http-server';
+import type { HttpEndpoint, HttpRouter } from './server/http/http-router';
+import type { Registry } from 'prom-client';
 import { headerMatcher } from './server/forward-headers';
 import { InferEntry, type InferCall, type ResponseSink } from './server/infer-entry';
 import { RestrictedApis } from './server/restricted-api';
@@ -22,12 +27,19 @@ import { SharedMemoryManager } from './server/shared-memory';
 import { BufferPool } from './tensor/buffer-pool';
 import { logSettingsOf, updateLogSettings, type LogSettings } from './log-settings';
 import { Tracer, type TraceSettings } from './trace';
-import type { RepositoryIndexEntry, ServerCore, ServerMetadata, Transport } from './server/server-core';
+import type { RepositoryIndexEntry, ServerMetadata, Transport } from './server/server-core';
 import { applyMarkingTriggers } from './server/marking-triggers';
 import { VERSION } from './version';
 
-export type { BindOptions } from './model/model-builder';
-export type { Transport } from './server/server-core';
+export type { BindOptions } from './model/bind-options';
+export type { BoundModel } from './model/bound-model';
+export type { HttpEndpoint, HttpRouter, RouteHandler, ErrorRouteHandler, RouteRequest, RouteResponse, RoutePath } from './server/http/http-router';
+
+/** `triton.metrics`: the Prometheus registry served on the metrics port. */
+export interface MetricsEndpoint {
+  /** Add metrics of your own with `registers: [triton.metrics.registry]` (prom-client). */
+  readonly registry: Registry;
+}
 
 type State = 'created' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -55,24 +67,30 @@ const EXTENSIONS = [
  * The server: binds models, serves them over HTTP (and the other transports), and stops in order:
  * not-ready and refusing new inference → drain in-flight work (up to `exitTimeoutSeconds`, then fail what is
  * left) → close the transports → close the instances.
+ *
+ * Its public type is what the package's declarations keep (docs/api.md); the members tagged internal serve the
+ * transports (the `ServerCore` each is given) and the tests, and are left out of them (`stripInternal`).
  */
-export class Triton implements ServerCore, AsyncDisposable {
+export class Triton implements AsyncDisposable {
+  /** The settings in effect: the constructor's, then `TSTRITON_*` variables, then the defaults. */
   readonly config: TritonConfig;
+  /** @internal */
   readonly repository = new ModelRepository();
-  readonly logger: Logger;
-  /** The HTTP endpoint; `http.router` takes users' own express routes. */
-  readonly http: HttpServer;
-  /** Prometheus metrics; register your own on `metrics.registry`. */
-  readonly metrics: Metrics;
-  /** Ports actually bound, by transport name, once running. */
+  private readonly logger: Logger;
+  /** The HTTP endpoint. */
+  private readonly httpServer: HttpServer;
+  /** Prometheus metrics. */
+  private readonly prometheus: Metrics;
+  /** Ports actually bound, by transport name (`http`, `grpc`, `metrics`, `openai`), once running. */
   readonly ports: Record<string, number> = {};
   /** The response cache (when `responseCacheByteSize` > 0), shared by the models that enable it. */
-  readonly responseCache: ResponseCache | undefined;
-  /** System shared-memory regions clients registered (when `allowSharedMemory`). */
+  private readonly responseCache: ResponseCache | undefined;
+  /** System shared-memory regions clients registered (when `allowSharedMemory`). @internal */
   readonly sharedMemory: SharedMemoryManager;
+  /** @internal */
   readonly requestBuffers: BufferPool;
   /** The trace extension: its settings, and the traces it writes to `traceFile`. */
-  readonly tracer: Tracer;
+  private readonly tracer: Tracer;
 
   private state: State = 'created';
   /** How each bound model was bound, to build it again when it is loaded after an unload. */
@@ -104,13 +122,13 @@ export class Triton implements ServerCore, AsyncDisposable {
     this.sharedMemory = new SharedMemoryManager(this.config.allowSharedMemory);
     this.requestBuffers = new BufferPool(this.config.requestBufferPoolByteSize);
     this.tracer = new Tracer(this.config.traceFile, this.config.traceConfig);
-    this.metrics = new Metrics(this.repository, this.responseCache, this.config);
+    this.prometheus = new Metrics(this.repository, this.responseCache, this.config);
     this.building = {
       repository: this.repository,
       responseCache: this.responseCache,
       tracer: this.tracer,
-      observeLatencies: this.metrics.observeLatencies,
-      customMetrics: (model, version) => this.metrics.custom.forModel(model, version),
+      observeLatencies: this.prometheus.observeLatencies,
+      customMetrics: (model, version) => this.prometheus.custom.forModel(model, version),
       bls: this.bls.handle,
       onUnrecoverable: (err, model) => this.onUnrecoverable(err, model),
       gpuExecutionProvider: this.config.gpuExecutionProvider,
@@ -127,14 +145,14 @@ export class Triton implements ServerCore, AsyncDisposable {
     });
     this.control = new ModelControl(this.repository, this.building, this.config, this.logger);
     this.repositories = new RepositoryControl(this.building, this.config, this.logger, { codeUploads: this.repositoryApiNeedsKey() });
-    this.http = new HttpServer(this, this.logger);
+    this.httpServer = new HttpServer(this, this.logger);
     // Built now, so that a bad TLS setting fails here rather than in run().
     this.grpc = this.config.allowGrpc ? new GrpcServer(this, this.logger) : undefined;
     if (this.config.allowMetrics) {
-      const server = new MetricsServer(this.metrics);
+      const server = new MetricsServer(this.prometheus);
       this.addTransport({
         name: 'metrics',
-        start: () => this.metrics.start().then(() => server.listen(this.config.metricsPort, this.config.metricsAddress)),
+        start: () => this.prometheus.start().then(() => server.listen(this.config.metricsPort, this.config.metricsAddress)),
         stopAccepting: () => {},
         forceClose: () => server.close(),
       });
@@ -143,13 +161,26 @@ export class Triton implements ServerCore, AsyncDisposable {
   }
 
   /** Adds a transport started by `run()` and stopped by `stop()`. */
-  addTransport(transport: Transport): void {
+  private addTransport(transport: Transport): void {
     if (this.state !== 'created') throw new TritonError('INVALID_CONFIG', 'transports must be added before run()');
     this.transports.push(transport);
   }
 
-  /** Binds a model. Every invalid option is rejected here with a message naming the field. */
-  bind(options: BindOptions): Model {
+  /** The HTTP port's router, for routes of your own beside the KServe v2 API (an express `Router`). */
+  get http(): HttpEndpoint {
+    return { router: this.httpServer.router as unknown as HttpRouter };
+  }
+
+  /** The Prometheus registry served on the metrics port, for metrics of your own. */
+  get metrics(): MetricsEndpoint {
+    return this.prometheus;
+  }
+
+  /**
+   * Binds a model. Every invalid option is rejected here with a message naming the field. Returns a read-only
+   * handle on the bound model version (its name, version, state and generated config).
+   */
+  bind(options: BindOptions): BoundModel {
     if (this.state === 'stopping' || this.state === 'stopped') throw new TritonError('UNAVAILABLE', 'cannot bind: the server is stopping');
     const { modelName, version } = checkBinding(options, this.repository);
     const model = buildModel(options, modelName, version, this.building);
@@ -158,7 +189,7 @@ export class Triton implements ServerCore, AsyncDisposable {
     if (this.state === 'running') {
       model.load().catch((err: Error) => this.logger.error({ model: modelName, err: err.message }, 'model failed to load'));
     }
-    return model;
+    return boundModel(model, this.repository);
   }
 
   /**
@@ -172,6 +203,7 @@ export class Triton implements ServerCore, AsyncDisposable {
     if (this.state === 'running') await this.repositories.scan(this.config.modelControlMode !== 'explicit');
   }
 
+  /** @internal */
   repositoryIndex(readyOnly = false): RepositoryIndexEntry[] {
     const entries = this.control.index(readyOnly);
     if (readyOnly) return entries;
@@ -188,6 +220,7 @@ export class Triton implements ServerCore, AsyncDisposable {
    * Loads a model: a bound one again from its binding; a repository one from its folder, read again (or from
    * the request's config and files, as Triton's load API).
    */
+  /** @internal */
   async loadModel(name: string, override: LoadOverride = {}): Promise<void> {
     this.control.requireExplicit();
     if (this.state !== 'running') throw serverStopping();
@@ -203,6 +236,7 @@ export class Triton implements ServerCore, AsyncDisposable {
     return this.repositories.load(name, override);
   }
 
+  /** @internal */
   unloadModel(name: string, unloadDependents = false): Promise<void> {
     return this.control.unload(name, unloadDependents, () => this.state === 'running');
   }
@@ -290,7 +324,7 @@ export class Triton implements ServerCore, AsyncDisposable {
     const { config } = this;
     const openai = config.openai && config.openaiPort >= 0;
     let threads = config.allowHttp || config.allowGrpc || openai ? frontEndThreadCount(config) : 1;
-    if (threads > 1 && this.http.router.stack.length > 0) {
+    if (threads > 1 && this.httpServer.router.stack.length > 0) {
       if (config.httpThreadCount > 1) {
         throw new TritonError('INVALID_CONFIG', `routes mounted on http.router are served on the core thread only; set httpThreadCount to 1 (it is ${config.httpThreadCount})`);
       }
@@ -306,10 +340,10 @@ export class Triton implements ServerCore, AsyncDisposable {
     if (config.allowHttp) {
       transports.push({
         name: 'http',
-        start: () => this.http.listen(config.httpPort, config.httpAddress),
-        drain: () => this.http.drain(),
-        stopAccepting: () => this.http.stopAccepting(),
-        forceClose: () => this.http.forceClose(),
+        start: () => this.httpServer.listen(config.httpPort, config.httpAddress),
+        drain: () => this.httpServer.drain(),
+        stopAccepting: () => this.httpServer.stopAccepting(),
+        forceClose: () => this.httpServer.forceClose(),
       });
     }
     if (openai) transports.push(new HttpServer(this, this.logger, { routes: 'openai' }));
@@ -322,10 +356,12 @@ export class Triton implements ServerCore, AsyncDisposable {
     return this.stopped;
   }
 
+  /** Live: started and not yet stopped (`GET /v2/health/live`). */
   isLive(): boolean {
     return this.state === 'running' || this.state === 'stopping';
   }
 
+  /** Ready: running, and with `strictReadiness` every model ready (`GET /v2/health/ready`). */
   isReady(): boolean {
     if (this.state !== 'running') return false;
     // Models unloaded on purpose do not hold the server back.
@@ -333,21 +369,25 @@ export class Triton implements ServerCore, AsyncDisposable {
     return this.repositories.failed.size === 0 && this.repository.all().every((m) => m.ready || m.unloaded);
   }
 
+  /** @internal */
   metadata(): ServerMetadata {
     const extensions = this.config.allowSharedMemory ? [...EXTENSIONS, 'system_shared_memory'] : [...EXTENSIONS];
     return { name: 'tstriton', version: this.config.serverVersion ?? VERSION, extensions };
   }
 
+  /** @internal */
   traceSettings(model?: string, update?: Readonly<Record<string, unknown>>): TraceSettings {
     // An unknown model is refused as in inference requests.
     const name = model === undefined ? undefined : this.repository.get(model).name;
     return this.tracer.settings(name, update);
   }
 
+  /** @internal */
   logSettings(update?: Readonly<Record<string, unknown>>): LogSettings {
     return update ? updateLogSettings(this.logger, update) : logSettingsOf(this.logger);
   }
 
+  /** @internal */
   modelStatistics(name?: string, version?: string): Record<string, unknown>[] {
     const models = name ? [this.repository.get(name, version)] : this.repository.all().filter((m) => m.ready);
     for (const m of models) {
@@ -364,19 +404,20 @@ export class Triton implements ServerCore, AsyncDisposable {
   /**
    * The core's entry for the transports: one request from the lookup of its model to its last response
    * (`InferEntry`).
+   * @internal
    */
   inferAsync(call: InferCall, sink: ResponseSink): Promise<void> {
     return this.entry.infer(call, sink);
   }
 
-  /** Runs one request in the process (a BLS call, a test); one response, as from a non-decoupled model. */
+  /** Runs one request in the process (a BLS call, a test); one response, as from a non-decoupled model. @internal */
   infer(request: InferenceRequest): Promise<InferenceResponse> {
     let response: InferenceResponse | undefined;
     const call: InferCall = { modelName: request.modelName, modelVersion: request.modelVersion, unaryEndpoint: 'infer()', decode: () => request };
     return this.entry.infer(call, (r) => void (response = r)).then(() => response as InferenceResponse);
   }
 
-  /** Runs one request of a decoupled model in the process; its responses as they come, the last one final. */
+  /** Runs one request of a decoupled model in the process; its responses as they come, the last one final. @internal */
   inferStream(request: InferenceRequest): AsyncIterable<InferenceResponse & { final: boolean }> {
     if (this.state !== 'running') throw this.notRunning();
     const responses = this.repository.get(request.modelName, request.modelVersion).inferStream(request);

@@ -1,6 +1,6 @@
 import type { ParameterValue } from '../callable';
 import type { ModelConfigJson } from '../config/triton-model-config';
-import type { NamedTensor } from '../model/inference';
+import type { NamedTensor } from '../tensor/named-tensor';
 import type { ModelMetadata } from '../protocol/model-metadata';
 
 /** Per-call settings every transport honours. */

@@ -4,7 +4,7 @@ import type { ClientTlsOptions } from './client-tls';
 import type { ParameterValue } from '../callable';
 import type { ModelConfigJson } from '../config/triton-model-config';
 import { invalidArgument } from '../errors';
-import type { NamedTensor } from '../model/inference';
+import type { NamedTensor } from '../tensor/named-tensor';
 import { parametersJson } from '../protocol/infer-parameter';
 import type { ModelMetadata } from '../protocol/model-metadata';
 import { decodeBinary, encodeBinary } from '../tensor/binary-codec';

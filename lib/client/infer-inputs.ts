@@ -1,5 +1,5 @@
 import type { DataType, TensorData } from '../tensor/dtype';
-import type { NamedTensor } from '../model/inference';
+import type { NamedTensor } from '../tensor/named-tensor';
 import type { ModelMetadata } from '../protocol/model-metadata';
 import { tensor, type Tensor } from '../tensor/tensor';
 import { ClientError } from './client-error';

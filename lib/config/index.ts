@@ -1,5 +1,7 @@
-export { TensorSpec, nameSpecs } from './tensor-spec';
-export type { TensorSpecInit, NamedTensorSpec } from './tensor-spec';
+// The public surface of `tstriton/config`: the config classes and their plain forms, and the model config's
+// `config.pbtxt` text (docs/api.md). Validation and the environment variables' names are internal.
+export { TensorSpec } from './tensor-spec';
+export type { TensorSpecInit } from './tensor-spec';
 export { ModelConfig, DynamicBatcher, QueuePolicy, WarmupSetting } from './model-config';
 export { SequenceBatching } from './sequence-batching';
 export type {
@@ -14,9 +16,8 @@ export type {
 } from './sequence-batching';
 export type { BatchInputInit, BatchInputKind, BatchOutputInit } from './ragged-batching';
 export type { ModelConfigInit, DynamicBatcherInit, QueuePolicyInit, WarmupSettingInit, WarmupInputInit, TimeoutAction } from './model-config';
-export { TritonConfig, LOG_LEVELS, GPU_EXECUTION_PROVIDERS, envName } from './triton-config';
+export { TritonConfig } from './triton-config';
 export type { TritonConfigInit, LogLevel, GpuExecutionProvider } from './triton-config';
-export { buildModelConfigJson, toPbtxt } from './triton-model-config';
-export type { ModelDescription, InstanceGroupDescription, ModelConfigJson } from './triton-model-config';
-export { validateOrThrow } from './validate';
+export { toPbtxt } from './triton-model-config';
+export type { ModelConfigJson } from './triton-model-config';
 export { parseModelConfigText, formatModelConfigText } from './model-config-text';

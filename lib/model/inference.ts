@@ -1,14 +1,10 @@
 import type { ParameterValue, ResponseParameters, SequenceInfo } from '../callable';
 import type { RequestMemory } from '../tensor/buffer-pool';
 import type { Cancellation } from '../cancellation';
-import type { Tensor } from '../tensor/tensor';
 import type { RequestSpan } from '../trace';
+import type { NamedTensor } from '../tensor/named-tensor';
 
-/** A named tensor, as inputs and outputs travel on the wire. */
-export interface NamedTensor {
-  readonly name: string;
-  readonly tensor: Tensor;
-}
+export type { NamedTensor } from '../tensor/named-tensor';
 
 /** An inference request as a transport decoded it, before the model validated it. */
 export interface InferenceRequest {

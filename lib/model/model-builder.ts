@@ -1,41 +1,21 @@
-import { ModelConfig, type ModelConfigInit } from '../config/model-config';
-import { nameSpecs, type TensorSpec, type TensorSpecInit } from '../config/tensor-spec';
+import { ModelConfig } from '../config/model-config';
+import type { BindOptions } from './bind-options';
+import type { InferFunc } from '../infer-func';
+import { nameSpecs } from '../config/tensor-spec';
 import { validateOrThrow } from '../config/validate';
 import { TritonError, type UnrecoverableError } from '../errors';
-import type { InferFunc } from '../infer-func';
 import { createInstances } from '../instances/create-instances';
-import { isOnnxModelSpec, resolveOnnxBinding, type OnnxModelSpec } from '../onnx/onnx-model';
+import { isOnnxModelSpec, resolveOnnxBinding } from '../onnx/onnx-model';
 import type { GpuExecutionProvider } from '../config/triton-config';
 import type { Tracer } from '../trace';
 import type { CustomMetrics } from '../custom-metrics';
-import { attachChatTemplate, compileChatTemplate, type ChatTemplate } from './chat-template';
-import { EnsembleInstance, ensembleSchedulingJson, isEnsembleSpec, planEnsemble, type EnsembleSpec } from './ensemble';
+import { attachChatTemplate, compileChatTemplate } from './chat-template';
+import { EnsembleInstance, ensembleSchedulingJson, isEnsembleSpec, planEnsemble } from './ensemble';
 import { Model, type BlsHandler, type LatencyObserverFactory } from './model';
 import type { ModelRepository } from './model-repository';
 import type { ResponseCache } from './response-cache';
 
-/** Arguments of `Triton.bind()`, as PyTriton's `bind`. */
-export interface BindOptions {
-  /** Model name: letters, digits, `_`, `-`, `.`; no path characters. */
-  modelName: string;
-  /** Model version (a positive integer); 1 by default. */
-  modelVersion?: number;
-  /**
-   * The callable: a function, an object with a decorated method, a class, an `instanceFactory(...)`, or
-   * `workers({ module, devices })` for worker threads, or `onnxModel({ path })`; or a list of them (one
-   * instance each).
-   */
-  inferFunc: InferFunc | OnnxModelSpec | EnsembleSpec;
-  /** Inputs; for `onnxModel(...)` they are read from the model and may be left out. */
-  inputs?: readonly (TensorSpec | TensorSpecInit)[];
-  /** Outputs; for `onnxModel(...)` they are read from the model and may be left out. */
-  outputs?: readonly (TensorSpec | TensorSpecInit)[];
-  config?: ModelConfig | ModelConfigInit;
-  /** Also check output shapes against the declared dims (dtype and batch size are always checked). */
-  strict?: boolean;
-  /** How `/v1/chat/completions` turns a chat into this model's `text_input` (docs/openai.md). */
-  chatTemplate?: ChatTemplate;
-}
+export type { BindOptions } from './bind-options';
 
 /** A binding with what a repository adds to the reported config (`version_policy`). */
 export interface BuildOptions extends BindOptions {

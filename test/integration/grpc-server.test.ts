@@ -1,5 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
-import { DATA_TYPES, DTYPES, Triton, TritonError, type DataType, type Request, type TritonConfigInit } from 'tstriton';
+import { DATA_TYPES, Triton, TritonError, type DataType, type Request, type TritonConfigInit } from 'tstriton';
+import { DTYPES } from '../../lib/tensor/dtype';
 import { batch } from 'tstriton/decorators';
 import { loadProtos } from '../../lib/protocol/protos';
 import type {

@@ -1,5 +1,6 @@
 import * as path from 'node:path';
-import { Triton, workers, type HealthEvent, type TritonConfigInit } from '../../lib';
+import { Triton, workers, type TritonConfigInit } from '../../lib';
+import type { HealthEvent } from '../../lib/instances';
 import type { Model } from '../../lib/model';
 import { ModelClient } from 'tstriton/client';
 import { track } from '../helpers/resources';

@@ -6,13 +6,12 @@ import {
   QueuePolicy,
   TensorSpec,
   TritonConfig,
-  buildModelConfigJson,
-  nameSpecs,
   toPbtxt,
-  validateOrThrow,
-  envName,
-  type ModelDescription,
 } from '../../../lib/config';
+import { buildModelConfigJson, type ModelDescription } from '../../../lib/config/triton-model-config';
+import { nameSpecs } from '../../../lib/config/tensor-spec';
+import { validateOrThrow } from '../../../lib/config/validate';
+import { envName } from '../../../lib/config/triton-config';
 
 const golden = (name: string) => fs.readFileSync(path.join(__dirname, 'golden', name), 'utf8');
 

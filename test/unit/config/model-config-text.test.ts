@@ -1,4 +1,6 @@
-import { ModelConfig, buildModelConfigJson, formatModelConfigText, nameSpecs, parseModelConfigText, type ModelConfigJson } from '../../../lib/config';
+import { ModelConfig, formatModelConfigText, parseModelConfigText, type ModelConfigJson } from '../../../lib/config';
+import { buildModelConfigJson } from '../../../lib/config/triton-model-config';
+import { nameSpecs } from '../../../lib/config/tensor-spec';
 import { TritonError } from '../../../lib/errors';
 
 const REALISTIC = `

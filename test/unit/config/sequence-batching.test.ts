@@ -1,6 +1,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ModelConfig, buildModelConfigJson, nameSpecs, toPbtxt } from '../../../lib/config';
+import { ModelConfig, toPbtxt } from '../../../lib/config';
+import { buildModelConfigJson } from '../../../lib/config/triton-model-config';
+import { nameSpecs } from '../../../lib/config/tensor-spec';
 import { TritonError } from '../../../lib/errors';
 
 function configOf(config: ModelConfig) {
