@@ -24,7 +24,7 @@ import tritonclient.http as httpclient
 from deploy_support import ROOT, start_server, stop_server
 
 MISSING_ORT = ("serving ONNX models needs the 'onnxruntime-node' package: npm install onnxruntime-node "
-               "(set npm_config_onnxruntime_node_install=skip to skip its CUDA download)")
+               "(set ONNXRUNTIME_NODE_INSTALL=skip to skip its CUDA download)")
 NPM_FLAGS = ["--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"]
 ONNX_MODEL = ROOT / "test" / "fixtures" / "onnx" / "identity_fp32.onnx"
 MANIFEST = json.loads((ROOT / "package.json").read_text())
