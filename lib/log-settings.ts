@@ -1,5 +1,6 @@
-import type { Logger } from './logger';
+import { formatCanChange, logFormatOf, setLogFormat, type Logger } from './logger';
 import { TritonError, invalidArgument } from './errors';
+import { LOG_FORMATS, type LogFormat } from './config/triton-config';
 
 /** Triton's logging settings (the `logging` extension), as `GET /v2/logging` returns them. */
 export interface LogSettings {
@@ -27,7 +28,7 @@ export function logSettingsOf(logger: Logger): LogSettings {
     log_warning: on('warn'),
     log_error: on('error'),
     log_verbose_level: level === 'debug' || level === 'trace' ? 1 : 0,
-    log_format: 'default',
+    log_format: logFormatOf(logger),
   };
 }
 
@@ -38,6 +39,7 @@ export function logSettingsOf(logger: Logger): LogSettings {
  */
 export function updateLogSettings(logger: Logger, update: Readonly<Record<string, unknown>>): LogSettings {
   const next = logSettingsOf(logger);
+  let format: LogFormat | undefined;
   for (const [key, value] of Object.entries(update)) {
     if (!(KEYS as readonly string[]).includes(key)) throw invalidArgument(`unknown log setting '${key}'; known settings are ${KEYS.join(', ')}`);
     switch (key) {
@@ -45,9 +47,13 @@ export function updateLogSettings(logger: Logger, update: Readonly<Record<string
         if (value !== '' && value !== null) throw new TritonError('UNSUPPORTED', 'log file location can not be updated through network protocol');
         break;
       case 'log_format':
-        if (value !== 'default') {
-          throw new TritonError('UNSUPPORTED', `log_format '${String(value)}' is not supported: the server logs JSON lines ('default')`);
+        if (!(LOG_FORMATS as readonly unknown[]).includes(value)) {
+          throw invalidArgument(`log_format '${String(value)}' is not a log format; the formats are ${LOG_FORMATS.join(', ')}`);
         }
+        if (value !== 'json' && !formatCanChange(logger)) {
+          throw new TritonError('UNSUPPORTED', `log_format '${String(value)}' is not supported by this logger: it writes JSON lines ('json')`);
+        }
+        format = value as LogFormat;
         break;
       case 'log_verbose_level': {
         const n = typeof value === 'bigint' ? Number(value) : value;
@@ -60,6 +66,7 @@ export function updateLogSettings(logger: Logger, update: Readonly<Record<string
         next[key as 'log_info' | 'log_warning' | 'log_error'] = value;
     }
   }
+  if (format !== undefined) setLogFormat(logger, format);
   logger.level = next.log_verbose_level > 0 ? 'debug' : next.log_info ? 'info' : next.log_warning ? 'warn' : next.log_error ? 'error' : 'silent';
   return logSettingsOf(logger);
 }

@@ -4,6 +4,8 @@ import { TritonError, type UnrecoverableError, serverStarting, serverStopping } 
 import { BlsRouter } from './bls/bls-router';
 import { InFlight } from './in-flight';
 import { createLogger, type Logger } from './logger';
+import { parseBackendConfig } from './config/backend-config';
+import { eachAtMost, loadWithProgress, logModelTable, logLoadFailed, logServing, logStarted, logStartFailed } from './start-report';
 import type { InferenceRequest, InferenceResponse } from './model/inference';
 import type { Model } from './model/model';
 import type { BoundModel } from './model/bound-model';
@@ -117,7 +119,7 @@ export class Triton implements AsyncDisposable {
   constructor(config?: TritonConfig | TritonConfigInit) {
     this.config = config instanceof TritonConfig ? config : TritonConfig.fromEnv(process.env, config);
     validateOrThrow(this.config, 'TritonConfig');
-    this.logger = createLogger(this.config.logLevel);
+    this.logger = createLogger(this.config.logLevel, this.config.logFormat);
     this.responseCache = this.config.responseCacheByteSize > 0 ? new ResponseCache(this.config.responseCacheByteSize) : undefined;
     this.sharedMemory = new SharedMemoryManager(this.config.allowSharedMemory);
     this.requestBuffers = new BufferPool(this.config.requestBufferPoolByteSize);
@@ -132,6 +134,7 @@ export class Triton implements AsyncDisposable {
       bls: this.bls.handle,
       onUnrecoverable: (err, model) => this.onUnrecoverable(err, model),
       gpuExecutionProvider: this.config.gpuExecutionProvider,
+      defaultMaxBatchSize: parseBackendConfig(this.config.backendConfig).defaultMaxBatchSize,
     };
     this.entry = new InferEntry({
       repository: this.repository,
@@ -260,23 +263,58 @@ export class Triton implements AsyncDisposable {
     const marking = applyMarkingTriggers({ soft: this.config.incrementalMarkingSoftTrigger, hard: this.config.incrementalMarkingHardTrigger });
     if (marking.length > 0) this.logger.debug({ v8Flags: marking }, 'V8 marking triggers set');
     try {
-      for (const t of this.transports) this.ports[t.name] = await t.start();
+      for (const t of this.transports) {
+        const port = await t.start();
+        this.ports[t.name] = port;
+        logStarted(this.logger, t.name, this.listenAddress(t.name), port);
+      }
+      await this.loadAtStart();
     } catch (err) {
-      this.state = 'running';
-      await this.stop();
-      throw err;
-    }
-    try {
-      await Promise.all(this.repository.all().map((m) => m.load()));
-      // A repository model that fails is left out with its reason; it does not stop the server.
-      if (this.config.modelRepository.length > 0) await this.repositories.start();
-    } catch (err) {
+      // Said once, with the code the process exits with; then the stop's own line.
+      this.exitCode = 1;
+      logStartFailed(this.logger, err, this.exitCode);
       this.state = 'running';
       await this.stop();
       throw err;
     }
     this.state = 'running';
-    this.logger.info({ ports: this.ports, models: this.repository.all().map((m) => m.name) }, 'serving');
+    logServing(this.logger, this.ports, this.repositoryIndex(), this.isReady());
+  }
+
+  /**
+   * Loads the bound models, then the repositories' (`modelLoadThreadCount` at once), each saying how long it
+   * took; then logs the model table. A model that fails stops the start unless `exitOnError` is false (a
+   * repository model only when it is true).
+   *
+   * @throws the first bound model's load error, or one naming every repository model that failed.
+   */
+  private async loadAtStart(): Promise<void> {
+    const { exitOnError } = this.config;
+    try {
+      await eachAtMost(this.config.modelLoadThreadCount, this.repository.all(), async (m) => {
+        try {
+          await loadWithProgress(this.logger, m.name, [m.version], () => m.load());
+        } catch (err) {
+          if (exitOnError !== false) throw err;
+          logLoadFailed(this.logger, m.name, (err as Error).message, m.version);
+        }
+      });
+      if (this.config.modelRepository.length > 0) await this.repositories.start();
+    } finally {
+      logModelTable(this.logger, this.repositoryIndex().filter((e) => e.state !== ''));
+    }
+    const failed = [...this.repositories.failedReasons()];
+    if (exitOnError === true && failed.length > 0) {
+      const reasons = failed.map(([name, reason]) => `'${name}': ${reason}`).join('; ');
+      throw new TritonError('INTERNAL', `${failed.length === 1 ? 'a model' : `${failed.length} models`} failed to load, and exit-on-error stops the start: ${reasons}`);
+    }
+  }
+
+  /** The address a transport listens on, as configured. */
+  private listenAddress(transport: string): string | undefined {
+    const { config } = this;
+    const addresses: Record<string, string> = { http: config.httpAddress, openai: config.httpAddress, grpc: config.grpcAddress, metrics: config.metricsAddress };
+    return addresses[transport];
   }
 
   /**
@@ -284,18 +322,26 @@ export class Triton implements AsyncDisposable {
    * code (non-zero after an UnrecoverableError) and sets `process.exitCode` to it.
    */
   async serve(options: RunOptions = {}): Promise<number> {
-    await this.run(options);
+    // Listened for before the start, so that a signal as soon as the server says it serves stops it in order (a
+    // signal with no listener ends the process at once). One during the start stops the server once the start is
+    // over; a second one, unheard, ends the process.
+    let starting: Promise<void> | undefined;
     const onSignal = (signal: NodeJS.Signals) => {
       this.logger.info({ signal }, 'stopping on signal');
-      void this.stop();
+      void (starting ?? Promise.resolve()).catch(() => undefined).then(() => this.stop());
     };
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
-    const code = await this.stopped;
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    process.exitCode = code;
-    return code;
+    try {
+      starting = this.run(options);
+      await starting;
+      const code = await this.stopped;
+      process.exitCode = code;
+      return code;
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
   }
 
   /** Stops the server in order; idempotent. Resolves with the exit code. */
@@ -465,7 +511,8 @@ export class Triton implements AsyncDisposable {
     this.sharedMemory.closeAll();
     await this.tracer.close();
     this.state = 'stopped';
-    this.logger.info({ exitCode: this.exitCode }, 'stopped');
+    // A server that never started (a binding failed before run()) has nothing to report stopping.
+    if (wasRunning) this.logger.info({ exitCode: this.exitCode }, 'stopped');
     this.resolveStopped(this.exitCode);
     return this.exitCode;
   }

@@ -1,5 +1,5 @@
 import { TritonError } from '../errors';
-import { envName, GPU_EXECUTION_PROVIDERS, LOG_LEVELS, MODEL_CONTROL_MODES, type TritonConfigInit } from '../config/triton-config';
+import { envName, GPU_EXECUTION_PROVIDERS, LOG_FORMATS, LOG_LEVELS, MODEL_CONTROL_MODES, type TritonConfigInit } from '../config/triton-config';
 
 /** The commands of the `tstriton` command line. */
 export const COMMANDS = ['serve', 'config'] as const;
@@ -55,7 +55,11 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'model-control-mode', kind: 'enum', values: MODEL_CONTROL_MODES, field: 'modelControlMode', triton: '--model-control-mode', commands: SERVE, summary: 'none: load everything at start; explicit: load/unload API; poll: follow the repositories' },
   { name: 'load-model', kind: 'string', repeatable: true, field: 'loadModel', triton: '--load-model', commands: SERVE, placeholder: 'name', summary: 'with explicit model control, a repository model to load at start (* for all)' },
   { name: 'repository-poll-secs', kind: 'number', field: 'repositoryPollSeconds', triton: '--repository-poll-secs', commands: SERVE, placeholder: 'seconds', summary: 'how often poll model control reads the repositories again' },
-  { name: 'strict-model-config', kind: 'boolean', field: 'strictModelConfig', triton: '--strict-model-config', commands: SERVE, summary: 'require a complete config.pbtxt for every repository model' },
+  { name: 'disable-auto-complete-config', kind: 'boolean', field: 'disableAutoCompleteConfig', triton: '--disable-auto-complete-config', commands: SERVE, summary: 'require a complete config.pbtxt for every repository model; nothing is completed from the ONNX model' },
+  { name: 'strict-model-config', kind: 'boolean', field: 'strictModelConfig', triton: '--strict-model-config', commands: SERVE, summary: 'deprecated (as in Triton): the older name of --disable-auto-complete-config' },
+  { name: 'backend-config', kind: 'string', repeatable: true, field: 'backendConfig', triton: '--backend-config', commands: SERVE, placeholder: 'backend,key=value', summary: 'onnxruntime,default-max-batch-size=N: the max_batch_size of auto-completed ONNX models that can batch (TSTRITON_* joins several with ;)' },
+  { name: 'model-load-thread-count', kind: 'integer', field: 'modelLoadThreadCount', triton: '--model-load-thread-count', commands: SERVE, placeholder: 'n', summary: 'how many models load at once at start' },
+  { name: 'exit-on-error', kind: 'boolean', field: 'exitOnError', default: 'true', triton: '--exit-on-error', commands: SERVE, summary: 'a model that fails to load at start stops the start (exit 1); false: serve the others, not ready' },
   { name: 'strict-readiness', kind: 'boolean', field: 'strictReadiness', triton: '--strict-readiness', commands: SERVE, summary: 'server readiness also requires every model to be ready' },
   { name: 'exit-timeout-secs', kind: 'number', field: 'exitTimeoutSeconds', triton: '--exit-timeout-secs', commands: SERVE, placeholder: 'seconds', summary: 'how long a stop waits for in-flight requests' },
   // Endpoints.
@@ -109,6 +113,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'trace-config', kind: 'string', repeatable: true, field: 'traceConfig', triton: '--trace-config', commands: SERVE, placeholder: '[mode,]key=value', summary: 'trace settings: mode=opentelemetry, level=TIMESTAMPS, rate=N, opentelemetry,url=..., ... (TSTRITON_* joins several with ;)' },
   // Logging.
   { name: 'log-level', kind: 'enum', values: LOG_LEVELS, field: 'logLevel', commands: SERVE, summary: 'the least severe log lines written' },
+  { name: 'log-format', kind: 'enum', values: LOG_FORMATS, field: 'logFormat', default: 'default on a terminal, else json', triton: '--log-format', commands: SERVE, summary: "Triton's plain lines (default, ISO8601) or JSON lines (json)" },
   { name: 'log-verbose', kind: 'integer', env: envName('logLevel'), default: '0', triton: '--log-verbose', commands: SERVE, placeholder: 'n', summary: 'above 0: debug lines, one per request (log level debug)' },
   { name: 'log-info', kind: 'boolean', env: envName('logLevel'), default: 'true', triton: '--log-info', commands: SERVE, summary: 'write info lines' },
   { name: 'log-warning', kind: 'boolean', env: envName('logLevel'), default: 'true', triton: '--log-warning', commands: SERVE, summary: 'write warnings' },

@@ -2,7 +2,7 @@
 import { TritonError } from '../errors';
 import { VERSION } from '../version';
 import { parseArgs, type ParsedArgs } from './flags';
-import { helpText } from './help';
+import { helpText, usageText } from './help';
 
 /** Exit code of a command line that cannot run as given (a bad flag or value, nothing to serve), as getopt tools use. */
 export const USAGE_EXIT_CODE = 2;
@@ -29,7 +29,9 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   try {
     switch (args.command) {
       case undefined:
-        throw new TritonError('INVALID_CONFIG', 'missing command: serve or config (see tstriton --help)');
+        // No command: the usage, on stderr since nothing ran, and the usage code (as a command line that cannot run).
+        process.stderr.write(usageText());
+        return USAGE_EXIT_CODE;
       case 'config': {
         // Loaded on demand, so that --help and bad flags answer without loading the server.
         const { configText } = await import('./config-command');

@@ -7,7 +7,8 @@ import { serverConfig } from './server-config';
 /**
  * `tstriton serve`: the server's settings from the `TSTRITON_*` variables and the flags, the models of the
  * repositories (loaded by the server as it starts), of each `--module` and of each `.onnx` file; then serves until
- * SIGINT or SIGTERM and resolves with the exit code.
+ * SIGINT or SIGTERM and resolves with the exit code. A start that fails (a port in use, a model that does not load
+ * while `exitOnError` holds) resolves with the code the server logged it stopped with (1), the reason on stderr.
  *
  * @throws TritonError `INVALID_CONFIG` when there is nothing to serve or a setting is invalid, before anything listens.
  */
@@ -27,5 +28,13 @@ export async function serve(args: ParsedArgs, env: NodeJS.ProcessEnv): Promise<n
     await triton.stop();
     throw err;
   }
-  return triton.serve();
+  try {
+    return await triton.serve();
+  } catch (err) {
+    // A start that failed has logged why and stopped with its exit code; one that never began is a usage error.
+    const code = await triton.stop();
+    if (code === 0) throw err;
+    process.stderr.write(`tstriton: ${(err instanceof Error ? err.message : String(err)).replace(/\s*\n\s*/g, ' ')}\n`);
+    return code;
+  }
 }

@@ -2,17 +2,21 @@ import 'reflect-metadata';
 import { validateSync } from '../config/class-validator';
 import { envName, LOG_LEVELS, TritonConfig, type LogLevel, type TritonConfigInit } from '../config/triton-config';
 import { FLAGS, usageError, type FlagValue } from './flags';
+import { parseBackendConfig } from '../config/backend-config';
+import { defaultLogFormat } from '../logger';
 
 /** The log switches Triton has instead of one level, by flag name. */
 const LOG_SWITCHES = ['log-verbose', 'log-info', 'log-warning', 'log-error'] as const;
 
 /**
  * The server's settings: the `TSTRITON_*` variables of `env`, overridden by the flags. Every problem is reported
- * as one line naming the flag, or the variable when the value came from there.
+ * as one line naming the flag, or the variable when the value came from there. What neither sets takes
+ * tritonserver's default where it differs from `new Triton()`'s: `exitOnError` true, and the log format
+ * Triton's plain lines when stdout is a terminal (`stdoutIsTerminal`), JSON lines otherwise.
  *
  * @throws TritonError `INVALID_CONFIG` with a one-line message.
  */
-export function serverConfig(flags: ReadonlyMap<string, FlagValue>, env: NodeJS.ProcessEnv): TritonConfig {
+export function serverConfig(flags: ReadonlyMap<string, FlagValue>, env: NodeJS.ProcessEnv, stdoutIsTerminal: boolean | undefined = process.stdout.isTTY): TritonConfig {
   const defaults = new TritonConfig();
   const init: Record<string, unknown> = {};
   /** Which flag set each field, for the messages. */
@@ -37,6 +41,8 @@ export function serverConfig(flags: ReadonlyMap<string, FlagValue>, env: NodeJS.
     config.logLevel = logLevelOf(config.logLevel, flags);
     setBy.set('logLevel', `--${switches.join('/--')}`);
   }
+  config.exitOnError ??= true;
+  config.logFormat ??= defaultLogFormat(stdoutIsTerminal);
   const problems = validateSync(config, { forbidUnknownValues: false }).flatMap((e) => {
     const source = setBy.get(e.property) ?? envName(e.property);
     const got = JSON.stringify((config as unknown as Record<string, unknown>)[e.property]);
@@ -44,6 +50,11 @@ export function serverConfig(flags: ReadonlyMap<string, FlagValue>, env: NodeJS.
     return Object.values(e.constraints ?? {}).map((m) => `${m.startsWith(e.property) ? `${source}${m.slice(e.property.length)}` : `${source}: ${m}`}, got ${got}`);
   });
   if (problems.length > 0) throw usageError(problems.join('; '));
+  try {
+    parseBackendConfig(config.backendConfig, setBy.get('backendConfig') ?? envName('backendConfig'));
+  } catch (err) {
+    throw usageError((err as Error).message);
+  }
   return config;
 }
 

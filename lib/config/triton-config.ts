@@ -23,6 +23,14 @@ export const GPU_EXECUTION_PROVIDERS = ['auto', 'cuda', 'webgpu'] as const;
 /** A GPU execution provider setting. */
 export type GpuExecutionProvider = (typeof GPU_EXECUTION_PROVIDERS)[number];
 
+/**
+ * How log lines are written: Triton's `default` (`I0131 12:34:56.789 1234] message`) and `ISO8601`
+ * (`2026-01-31T12:34:56Z I 1234] message`) plain lines, or `json` (one JSON object a line, pino's).
+ */
+export const LOG_FORMATS = ['default', 'ISO8601', 'json'] as const;
+/** A log format. */
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
 /** Plain-object form of TritonConfig. */
 export interface TritonConfigInit {
   httpAddress?: string;
@@ -36,6 +44,8 @@ export interface TritonConfigInit {
   metricsPort?: number;
   allowMetrics?: boolean;
   logLevel?: LogLevel;
+  logFormat?: LogFormat;
+  exitOnError?: boolean;
   exitTimeoutSeconds?: number;
   httpMaxInputSize?: number;
   jsonMaxDepth?: number;
@@ -63,6 +73,9 @@ export interface TritonConfigInit {
   loadModel?: readonly string[];
   repositoryPollSeconds?: number;
   strictModelConfig?: boolean;
+  disableAutoCompleteConfig?: boolean;
+  backendConfig?: string;
+  modelLoadThreadCount?: number;
   httpRestrictedApi?: string;
   grpcRestrictedProtocol?: string;
   grpcUseSsl?: boolean;
@@ -92,6 +105,8 @@ const KEYS = [
   'metricsPort',
   'allowMetrics',
   'logLevel',
+  'logFormat',
+  'exitOnError',
   'exitTimeoutSeconds',
   'httpMaxInputSize',
   'jsonMaxDepth',
@@ -119,6 +134,9 @@ const KEYS = [
   'loadModel',
   'repositoryPollSeconds',
   'strictModelConfig',
+  'disableAutoCompleteConfig',
+  'backendConfig',
+  'modelLoadThreadCount',
   'httpRestrictedApi',
   'grpcRestrictedProtocol',
   'grpcUseSsl',
@@ -185,6 +203,26 @@ export class TritonConfig {
 
   @IsIn(LOG_LEVELS, { message: `logLevel must be one of ${LOG_LEVELS.join(', ')}` })
   logLevel: LogLevel = 'info';
+
+  /**
+   * Triton's `--log-format`: `default` or `ISO8601` plain lines, or `json` lines; `json` when unset.
+   * `tstriton serve` sets it, when neither its flag nor its variable does, to `default` when stdout is a terminal
+   * and `json` otherwise (a pipe, a file, a container's log).
+   */
+  @IsOptional()
+  @IsIn(LOG_FORMATS, { message: `logFormat must be one of ${LOG_FORMATS.join(', ')}` })
+  logFormat?: LogFormat;
+
+  /**
+   * Triton's `--exit-on-error`: whether a model that fails to load while the server starts stops the start.
+   * `true`: `run()` stops the server and rejects, naming the model and why (`tstriton serve`'s default, as
+   * tritonserver's). `false`: the server serves the models that loaded; the others are listed with their reason
+   * and keep the server not ready under `strictReadiness`. Unset (the default of `new Triton()`): repository
+   * models as with `false`, a model bound in code as with `true`.
+   */
+  @IsOptional()
+  @IsBoolean()
+  exitOnError?: boolean;
 
   /** How long stop() waits for in-flight requests before it forces the close. */
   @Min(0)
@@ -359,11 +397,36 @@ export class TritonConfig {
   repositoryPollSeconds = 15;
 
   /**
-   * Triton's `--strict-model-config`: when true, every repository model needs a complete `config.pbtxt`;
-   * when false (the default, as Triton's), what is missing is completed from the ONNX model's signature.
+   * Triton's `--strict-model-config`, the older name of `disableAutoCompleteConfig` (deprecated there too): when
+   * true, every repository model needs a complete `config.pbtxt`; when false (the default, as Triton's), what is
+   * missing is completed from the ONNX model's signature.
    */
   @IsBoolean()
   strictModelConfig = false;
+
+  /**
+   * Triton's `--disable-auto-complete-config`: every repository model needs a complete `config.pbtxt`
+   * (`max_batch_size`, `input` and `output` for an ONNX model); nothing is read from the ONNX model to complete
+   * it. `strictModelConfig` is its older name, and either turns it on.
+   */
+  @IsBoolean()
+  disableAutoCompleteConfig = false;
+
+  /**
+   * Triton's `--backend-config` settings, entries joined with `;`: `onnxruntime,default-max-batch-size=N` (or
+   * `default-max-batch-size=N` for every backend) is the `max_batch_size` auto-complete gives an ONNX model that
+   * can batch and whose config does not say (4 when unset, as Triton's; 0 leaves such models without a batch
+   * dimension). See docs/repository.md.
+   */
+  @IsOptional()
+  @IsString()
+  backendConfig?: string;
+
+  /** Triton's `--model-load-thread-count`: how many models load at once while the server starts. */
+  @IsInt()
+  @Min(1)
+  @Max(1024)
+  modelLoadThreadCount = 4;
 
   /**
    * Triton's `--http-restricted-api`: `<api>[,<api>...]:<header>=<value>`, several separated by `;`. Requests to
@@ -462,11 +525,15 @@ export class TritonConfig {
       const raw = env[envName(key)];
       if (raw === undefined || raw === '') continue;
       const current = (defaults as unknown as Record<string, unknown>)[key];
-      fromEnv[key] = parseEnvValue(envName(key), raw, Array.isArray(current) ? 'list' : typeof current === 'undefined' ? 'string' : typeof current);
+      const kind = Array.isArray(current) ? 'list' : typeof current === 'undefined' ? (OPTIONAL_KINDS[key] ?? 'string') : typeof current;
+      fromEnv[key] = parseEnvValue(envName(key), raw, kind);
     }
     return new TritonConfig({ ...(fromEnv as TritonConfigInit), ...stripUndefined(init ?? {}) });
   }
 }
+
+/** How the variable of a field that has no default is read; the others are strings. */
+const OPTIONAL_KINDS: Partial<Record<(typeof KEYS)[number], string>> = { exitOnError: 'boolean' };
 
 /** `httpPort` → `TSTRITON_HTTP_PORT`. */
 export function envName(key: string): string {

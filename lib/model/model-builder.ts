@@ -38,6 +38,8 @@ export interface BuildContext {
   readonly onUnrecoverable: (err: UnrecoverableError, model: Model) => void;
   /** The server's `gpuExecutionProvider`: what the ONNX models' GPU instances run on, unless a model names its own. */
   readonly gpuExecutionProvider?: GpuExecutionProvider;
+  /** The server's `default-max-batch-size` (`backendConfig`): an ONNX model's `maxBatchSize` when it gives none. */
+  readonly defaultMaxBatchSize?: number;
 }
 
 const MODEL_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
@@ -61,7 +63,7 @@ export function checkBinding(options: BindOptions, repository: ModelRepository):
 
 /** Builds a model and its instances from its binding (at bind, and again when it is loaded after an unload). */
 export function buildModel(options: BuildOptions, modelName: string, version: number, server: BuildContext): Model {
-  const onnx = isOnnxModelSpec(options.inferFunc) ? resolveOnnxBinding(options.inferFunc, modelName, options, { gpuExecutionProvider: server.gpuExecutionProvider }) : undefined;
+  const onnx = isOnnxModelSpec(options.inferFunc) ? resolveOnnxBinding(options.inferFunc, modelName, options, { gpuExecutionProvider: server.gpuExecutionProvider, defaultMaxBatchSize: server.defaultMaxBatchSize }) : undefined;
   const config = onnx?.config ?? (options.config instanceof ModelConfig ? options.config : new ModelConfig(options.config));
   validateOrThrow(config, `ModelConfig of model '${modelName}'`);
   const chatTemplate = compileChatTemplate(options.chatTemplate, modelName);

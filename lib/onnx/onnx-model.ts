@@ -89,10 +89,15 @@ export function resolveOnnxBinding(
   spec: OnnxModelSpec,
   modelName: string,
   overrides: { inputs?: readonly TensorSpecInit[]; outputs?: readonly TensorSpecInit[]; config?: ModelConfig | ModelConfigInit },
-  server: { gpuExecutionProvider?: GpuExecutionProvider } = {},
+  server: { gpuExecutionProvider?: GpuExecutionProvider; defaultMaxBatchSize?: number } = {},
 ): OnnxBinding {
   const where = `model '${modelName}' (${spec.path})`;
-  const config = overrides.config instanceof ModelConfig ? overrides.config : new ModelConfig({ maxBatchSize: spec.init.maxBatchSize ?? 4, batching: spec.batching, ...overrides.config });
+  // The server's default-max-batch-size (--backend-config) when the model does not say; 0: no batch dimension.
+  const maxBatchSize = spec.init.maxBatchSize ?? server.defaultMaxBatchSize ?? 4;
+  const config =
+    overrides.config instanceof ModelConfig
+      ? overrides.config
+      : new ModelConfig({ ...(maxBatchSize > 0 ? { maxBatchSize } : {}), batching: spec.batching && maxBatchSize > 0, ...overrides.config });
   if (config.batching && !spec.batching) {
     throw new TritonError('INVALID_CONFIG', `${where}: batching needs a symbolic first dim on every input and output, and this model has none; set batching: false`);
   }

@@ -11,6 +11,7 @@ import { onnxModel, type OnnxModelSpec } from '../onnx/onnx-model';
 import { fromConfigType, type DataType } from '../tensor/dtype';
 import { ConfigFields } from './config-fields';
 import { batchInputs, batchOutputs, sequenceBatching } from './batching-fields';
+import { DEFAULT_MAX_BATCH_SIZE } from '../config/backend-config';
 import type { ModelFolder } from './model-folder';
 import { fileInside } from './repository-paths';
 import { scriptModelInstances } from './script-model';
@@ -35,12 +36,19 @@ const SCRIPT_FILES = ['model.ts', 'model.js', 'model.mjs', 'model.cjs', 'model.m
  * Turns a model folder and its config into bindings, one per version the version policy serves. Every field
  * of the config is honoured or refused with an error naming it; with `strict` false, what the config leaves
  * out is completed from the ONNX model (platform, inputs, outputs, `max_batch_size` and dynamic batching),
- * as Triton's auto-complete does.
+ * as Triton's auto-complete does: a model that can batch gets `defaultMaxBatchSize` (Triton's
+ * `--backend-config=onnxruntime,default-max-batch-size=N`; 0 leaves it without a batch dimension).
  */
-export function repositoryModel(folder: ModelFolder, config: ModelConfigJson | undefined, configFile: string, strict: boolean): RepositoryModel {
+export function repositoryModel(
+  folder: ModelFolder,
+  config: ModelConfigJson | undefined,
+  configFile: string,
+  strict: boolean,
+  defaultMaxBatchSize = DEFAULT_MAX_BATCH_SIZE,
+): RepositoryModel {
   const where = `model '${folder.name}' (${configFile})`;
   if (config === undefined && strict) {
-    throw new TritonError('INVALID_CONFIG', `${where}: config.pbtxt is missing; strict model config (--strict-model-config) needs one`);
+    throw new TritonError('INVALID_CONFIG', `${where}: config.pbtxt is missing, and auto-complete is disabled (--disable-auto-complete-config or --strict-model-config), so the model needs one`);
   }
   const f = new ConfigFields(config ?? {}, where);
   const name = f.string('name');
@@ -92,7 +100,7 @@ export function repositoryModel(folder: ModelFolder, config: ModelConfigJson | u
   }
   if (kind === 'onnx' && strict) {
     for (const [field, value] of [['max_batch_size', maxBatchSize], ['input', inputs], ['output', outputs]] as const) {
-      if (value === undefined) f.refuse(field, 'is missing, and strict model config (--strict-model-config) completes nothing');
+      if (value === undefined) f.refuse(field, 'is missing, and auto-complete is disabled (--disable-auto-complete-config or --strict-model-config): nothing is read from the ONNX model');
     }
   }
   if (kind === 'ensemble' && groups.length > 0) f.refuse('instance_group', 'cannot be set on an ensemble');
@@ -113,12 +121,15 @@ export function repositoryModel(folder: ModelFolder, config: ModelConfigJson | u
     }
     const file = modelFile(folder.dir, versionDir, defaultFilename ?? 'model.onnx', f);
     const spec = onnxSpec(file, groups, accelerators, maxBatchSize, where);
+    // Auto-complete: a model that can batch, whose config does not say, takes the default max_batch_size.
+    const batching = configInit.batching ?? (spec.batching && defaultMaxBatchSize > 0);
+    const completed: ModelConfigInit = configInit.batching !== undefined ? configInit : { ...configInit, batching, ...(batching ? { maxBatchSize: defaultMaxBatchSize } : {}) };
     return {
       ...common,
       inferFunc: spec,
-      inputs: strict ? inputs : completeTensors(inputs, spec.signature.inputs, configInit.batching ?? spec.batching),
-      outputs: strict ? outputs : completeTensors(outputs, spec.signature.outputs, configInit.batching ?? spec.batching),
-      config: configInit,
+      inputs: strict ? inputs : completeTensors(inputs, spec.signature.inputs, batching),
+      outputs: strict ? outputs : completeTensors(outputs, spec.signature.outputs, batching),
+      config: completed,
     };
   });
   return { name: folder.name, kind, bindings, steps: (steps ?? []).map((s) => s.modelName) };

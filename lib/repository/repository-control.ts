@@ -13,6 +13,7 @@ import type { LoadOverride, RepositoryIndexEntry } from '../model/model-control'
 import { readModelFolder, scanRepositories, type ModelFolder } from './model-folder';
 import { isModelName, isRelativeFilePath, refuseModelName } from './repository-paths';
 import { repositoryModel, type RepositoryModel } from './repository-binding';
+import { loadWithProgress, logLoadFailed } from '../start-report';
 
 /** What was last loaded for a model name, to tell what changed. */
 interface LoadedState {
@@ -81,7 +82,7 @@ export class RepositoryControl {
       if (this.folders.has(name)) continue;
       const reason = !isModelName(name) ? refuseModelName(name).message : (unreadable.get(name) ?? 'model not found in any model repository');
       this.failures.set(name, reason);
-      this.logger.error({ model: name, err: reason }, 'model failed to load');
+      logLoadFailed(this.logger, name, reason);
     }
     await this.loadAll(wanted.filter((n) => this.folders.has(n)));
     if (mode === 'poll') this.schedulePoll();
@@ -147,6 +148,11 @@ export class RepositoryControl {
     return new Set([...this.failures.keys()].filter((n) => !this.loaded.has(n)));
   }
 
+  /** The models of `failed`, each with why its load failed. */
+  failedReasons(): Map<string, string> {
+    return new Map([...this.failed].map((n) => [n, this.failures.get(n) as string]));
+  }
+
   /** Forgets a model that was unloaded and whose folder is gone. */
   private forget(name: string): void {
     this.loaded.delete(name);
@@ -155,7 +161,7 @@ export class RepositoryControl {
 
   private recordFailure(name: string, reason: string): void {
     this.failures.set(name, reason);
-    this.logger.error({ model: name, err: reason }, 'model failed to load');
+    logLoadFailed(this.logger, name, reason);
   }
 
   private serialized<T>(run: () => Promise<T>): Promise<T> {
@@ -164,26 +170,42 @@ export class RepositoryControl {
     return next;
   }
 
-  /** Loads several models, ensembles after the models their steps use. */
-  private async loadAll(names: readonly string[]): Promise<void> {
-    const pending = new Set(names);
+  /**
+   * Loads several models, up to `modelLoadThreadCount` at once, each ensemble once the models its steps use have
+   * loaded (or failed, which fails it). Other loads wait until these are done.
+   */
+  private loadAll(names: readonly string[]): Promise<void> {
     const plans = new Map<string, Plan | Error>();
     for (const name of names) plans.set(name, this.plan(name, {}));
-    // Step models first: repeat until nothing more can go (a step that is missing or failed fails its ensemble).
-    while (pending.size > 0) {
-      const ready = [...pending].filter((n) => {
-        const p = plans.get(n);
-        return p instanceof Error || p === undefined || p.model.steps.every((s) => !pending.has(s) || s === n);
-      });
-      const batch = ready.length > 0 ? ready : [...pending];
-      await Promise.all(
-        batch.map(async (name) => {
-          pending.delete(name);
-          // A failure is recorded with its reason and logged; the other models go on.
-          await this.serialized(() => this.loadNow(name, {}, plans.get(name))).catch(() => undefined);
+    const pending = new Set(names);
+    const running = new Set<string>();
+    const waits = (name: string) => {
+      const p = plans.get(name);
+      return p !== undefined && !(p instanceof Error) && p.model.steps.some((s) => s !== name && (pending.has(s) || running.has(s)));
+    };
+    return this.serialized(
+      () =>
+        new Promise<void>((resolve) => {
+          const next = (): void => {
+            while (running.size < this.config.modelLoadThreadCount && pending.size > 0) {
+              // A model whose steps are all done; with none, and nothing running, steps that wait on each other: one goes.
+              const name = [...pending].find((n) => !waits(n)) ?? (running.size === 0 ? ([...pending][0] as string) : undefined);
+              if (name === undefined) break;
+              pending.delete(name);
+              running.add(name);
+              // A failure is recorded with its reason and logged; the other models go on.
+              void this.loadNow(name, {}, plans.get(name))
+                .catch(() => undefined)
+                .finally(() => {
+                  running.delete(name);
+                  next();
+                });
+            }
+            if (pending.size === 0 && running.size === 0) resolve();
+          };
+          next();
         }),
-      );
-    }
+    );
   }
 
   /** Reads a model's folder (or the request's override) and plans its versions; an error is recorded, not thrown. */
@@ -192,7 +214,8 @@ export class RepositoryControl {
     try {
       const read = this.read(name, override);
       uploadDir = read.uploadDir;
-      const model = repositoryModel(read.folder, read.config, read.configFile, this.config.strictModelConfig);
+      const strict = this.config.disableAutoCompleteConfig || this.config.strictModelConfig;
+      const model = repositoryModel(read.folder, read.config, read.configFile, strict, this.building.defaultMaxBatchSize);
       if (uploadDir !== undefined && model.kind === 'script' && !this.policy.codeUploads) {
         throw new TritonError(
           'RESTRICTED',
@@ -259,8 +282,9 @@ export class RepositoryControl {
         if (sameConfig && current?.ready && before.versionDigests.get(version) === plan.folder.versionDigests.get(version)) continue;
         fresh.push(buildModel(binding, name, version, this.building));
       }
-      if (fresh.length > 0) this.logger.info({ model: name, versions: fresh.map((m) => m.version) }, 'loading model');
-      await Promise.all(fresh.map((m) => m.load()));
+      if (fresh.length > 0) {
+        await loadWithProgress(this.logger, name, fresh.map((m) => m.version), () => Promise.all(fresh.map((m) => m.load())).then(() => undefined));
+      }
     } catch (err) {
       await Promise.allSettled(fresh.map((m) => m.unload(0)));
       removeUpload(plan.uploadDir);

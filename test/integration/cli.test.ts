@@ -88,7 +88,6 @@ describe('tstriton refuses', () => {
     [['serve', '--http-port', '70000', ONNX], {}, 'tstriton: --http-port must not be greater than 65535, got 70000'],
     [['serve', ONNX], { TSTRITON_HTTP_PORT: 'abc' }, 'tstriton: invalid TSTRITON_HTTP_PORT: expected a number, got "abc"'],
     [['serve'], {}, 'tstriton: nothing to serve: give --model-repository, --module or an .onnx file (see tstriton serve --help)'],
-    [[], {}, 'tstriton: missing command: serve or config (see tstriton --help)'],
   ])('%j %j with one line and exit code 2', async (args, env, line) => {
     const { code, stdout, stderr } = await runCli(args, env);
     expect(code).toBe(2);

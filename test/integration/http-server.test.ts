@@ -130,7 +130,7 @@ describe('HTTP server', () => {
     const get = async () => (await (await fetch(`${base}/v2/logging`)).json()) as Record<string, unknown>;
     const post = (body: string) => fetch(`${base}/v2/logging`, { method: 'POST', body });
     const before = await get();
-    expect(before).toMatchObject({ log_file: '', log_format: 'default', log_error: false }); // the test server is silent
+    expect(before).toMatchObject({ log_file: '', log_format: 'json', log_error: false }); // the test server is silent; new Triton() writes JSON lines
     const changed = await post(JSON.stringify({ log_verbose_level: 1 }));
     expect(changed.status).toBe(200);
     expect(await changed.json()).toMatchObject({ log_verbose_level: 1, log_info: true });

@@ -108,7 +108,7 @@ describe('serving a model repository folder', () => {
     await start({ strictModelConfig: true, strictReadiness: false });
     const entry = (await index()).find((e) => e.name === 'bare');
     expect(entry?.state).toBe('UNAVAILABLE');
-    expect(entry?.reason).toMatch(/config\.pbtxt is missing; strict model config/);
+    expect(entry?.reason).toMatch(/config\.pbtxt is missing, and auto-complete is disabled \(--disable-auto-complete-config or --strict-model-config\)/);
   });
 
   it('reshapes ONNX inputs and outputs between the dims clients use and the dims the model takes', async () => {

@@ -11,7 +11,7 @@ describe('log settings', () => {
     ['error', { log_info: false, log_warning: false, log_error: true, log_verbose_level: 0 }],
     ['silent', { log_info: false, log_warning: false, log_error: false, log_verbose_level: 0 }],
   ])('reads level %s in Triton terms', (level, expected) => {
-    expect(logSettingsOf(logger(level))).toEqual({ log_file: '', log_format: 'default', ...expected });
+    expect(logSettingsOf(logger(level))).toEqual({ log_file: '', log_format: 'json', ...expected });
   });
 
   it('sets the threshold from the most verbose level turned on', () => {

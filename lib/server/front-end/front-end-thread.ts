@@ -26,7 +26,7 @@ export interface FrontEndInit {
  */
 function main(port: MessagePort, init: FrontEndInit): void {
   const config = new TritonConfig(init.config);
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, config.logFormat);
   const core = new RemoteCore(config, new SyncCaller(init.syncPort, init.syncFlag), port, init.counters, logger);
   const http = config.allowHttp ? new HttpServer(core, logger) : undefined;
   const grpc = config.allowGrpc ? new GrpcServer(core, logger) : undefined;
