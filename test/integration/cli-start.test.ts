@@ -1,4 +1,4 @@
-import type { ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect, type Server as NetServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -300,6 +300,34 @@ describe('start-up output', () => {
       expect(text).not.toMatch(/^\{/m);
     } finally {
       await stop(server);
+    }
+  });
+
+  // A terminal for the server's stdout: util-linux's `script` runs it on a pseudo-terminal.
+  const hasScript = spawnSync('script', ['--version']).status === 0;
+  (hasScript ? it : it.skip)('on a terminal, without --log-format: the plain lines, with the "Started ... at" lines and the model table', async () => {
+    onnxModel(dir, 'ident', [1, 2], 'version_policy: { all: {} }\n');
+    const command = [process.execPath, ...CLI, 'serve', '--model-repository', dir, ...PORTS].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
+    const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('TSTRITON_')));
+    const terminal = spawnTracked('script', ['-qfec', command, '/dev/null'], { cwd: ROOT, env: clean, stdio: ['ignore', 'pipe', 'pipe'] });
+    let text = '';
+    terminal.stdout?.on('data', (c: Buffer) => (text += c.toString().replace(/\r/g, '')));
+    const exited = new Promise<void>((resolve) => terminal.once('exit', () => resolve()));
+    try {
+      await Promise.race([
+        new Promise<void>((resolve) => terminal.stdout?.on('data', () => /\] serving 2 model versions$/m.test(text) && resolve())),
+        exited.then(() => Promise.reject(new Error(`the server exited before serving: ${text}`))),
+      ]);
+      const head = String.raw`^I\d{4} \d\d:\d\d:\d\d\.\d{3} \d+\] `;
+      expect(text).toMatch(new RegExp(`${head}Started HTTPService at 127\\.0\\.0\\.1:\\d+$`, 'm'));
+      expect(text).toMatch(new RegExp(`${head}Started GRPCInferenceService at 0\\.0\\.0\\.0:\\d+$`, 'm'));
+      expect(text).toMatch(new RegExp(`${head}Started Metrics Service at 0\\.0\\.0\\.0:\\d+$`, 'm'));
+      expect(text).toMatch(/^\| ident +\| 1 +\| READY +\| +\|$/m);
+      expect(text).toMatch(/^\| ident +\| 2 +\| READY +\| +\|$/m);
+      expect(text).not.toMatch(/^\{/m);
+    } finally {
+      terminal.kill('SIGTERM');
+      await exited;
     }
   });
 
