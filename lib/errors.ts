@@ -158,30 +158,85 @@ export function toTritonError(err: unknown, fallback: ErrorCode = 'INTERNAL'): T
   return new TritonError(fallback, message, { cause: err });
 }
 
+interface MessageKind {
+  readonly code: ErrorCode;
+  /** The message, with `{name}` where a value goes. */
+  readonly text: string;
+}
+
+/**
+ * The messages a client can meet that more than one place raises, or that clients match on, each beside its
+ * code (as the table above keeps each code beside its statuses). The wording of Triton's own messages is
+ * Triton's. `docs/errors.md` lists them; a unit test keeps the two in sync. Raise one with `tritonError`.
+ */
+export const MESSAGES = {
+  methodNotAllowed: { code: 'METHOD_NOT_ALLOWED', text: 'Method Not Allowed' },
+  notFound: { code: 'NOT_FOUND', text: 'Not Found' },
+  unknownModel: { code: 'MODEL_NOT_FOUND', text: "Request for unknown model: '{model}'{version} is not found" },
+  modelNotReady: { code: 'MODEL_NOT_READY', text: "Request for unavailable model: '{model}' is not ready{why}" },
+  versionNotReady: { code: 'MODEL_NOT_READY', text: 'Model version not ready' },
+  headerSize: { code: 'INVALID_ARGUMENT', text: 'inference header size should be in range (0, {bodyLength}), got: {got}' },
+  queueFull: { code: 'UNAVAILABLE', text: 'Exceeds maximum queue size' },
+  requestTimeout: { code: 'UNAVAILABLE', text: 'Request timeout expired' },
+  deadlineExceeded: { code: 'DEADLINE_EXCEEDED', text: '[request id: {id}] Request timeout expired after {ms} ms' },
+  requestCancelled: { code: 'CANCELLED', text: 'request cancelled' },
+  serverStarting: { code: 'UNAVAILABLE', text: 'Server is starting: its models are loading and it accepts no inference yet' },
+  serverStopping: { code: 'UNAVAILABLE', text: 'Server is stopping and accepts no new requests' },
+  stoppedBeforeRun: { code: 'UNAVAILABLE', text: 'Server stopped before the request ran' },
+  stoppedBeforeEnd: { code: 'UNAVAILABLE', text: 'Server stopped before the request finished' },
+  noInstance: { code: 'UNAVAILABLE', text: 'no instance can run the request: every instance failed and none is restarting' },
+  sharedMemoryDisabled: {
+    code: 'UNSUPPORTED',
+    text: 'Client shared memory is disabled. Start the server with allowSharedMemory: true (TSTRITON_ALLOW_SHARED_MEMORY=true) to enable.',
+  },
+  cudaSharedMemory: { code: 'UNSUPPORTED', text: 'CUDA shared memory is not supported by this server' },
+} as const satisfies Record<string, MessageKind>;
+
+/** A message's key in MESSAGES. */
+export type MessageKey = keyof typeof MESSAGES;
+
+/** The `{name}` placeholders of a message text. */
+type Placeholders<S extends string> = S extends `${string}{${infer P}}${infer Rest}` ? P | Placeholders<Rest> : never;
+
+/** The values a message takes: none for a fixed text, else one per placeholder. */
+type MessageValues<K extends MessageKey> = [Placeholders<(typeof MESSAGES)[K]['text']>] extends [never] ? [] : [Readonly<Record<Placeholders<(typeof MESSAGES)[K]['text']>, string | number>>];
+
+/** The text of a message with its values put in. */
+export function messageText<K extends MessageKey>(key: K, ...values: MessageValues<K>): string {
+  const text: string = MESSAGES[key].text;
+  const given = values[0] as Readonly<Record<string, string | number>> | undefined;
+  return given === undefined ? text : text.replace(/\{(\w+)\}/g, (_, name: string) => String(given[name]));
+}
+
+/** The error of a message from MESSAGES: its code and its text with its values put in. */
+export function tritonError<K extends MessageKey>(key: K, ...values: MessageValues<K>): TritonError {
+  return new TritonError(MESSAGES[key].code, messageText(key, ...values));
+}
+
 /** An `INVALID_ARGUMENT` error: the request is malformed; `message` says what was wrong and what was expected. */
 export function invalidArgument(message: string): TritonError {
   return new TritonError('INVALID_ARGUMENT', message);
 }
 
 /** Message of the `UNAVAILABLE` error a stopping server answers new requests with (clients match on it). */
-export const SERVER_STOPPING_MESSAGE = 'Server is stopping and accepts no new requests';
+export const SERVER_STOPPING_MESSAGE = MESSAGES.serverStopping.text;
 
 /** The `UNAVAILABLE` error a stopping server answers new requests with. */
 export function serverStopping(): TritonError {
-  return new TritonError('UNAVAILABLE', SERVER_STOPPING_MESSAGE);
+  return tritonError('serverStopping');
 }
 
 /** The `UNAVAILABLE` error a server answers inference with while its models are still loading at start-up. */
 export function serverStarting(): TritonError {
-  return new TritonError('UNAVAILABLE', 'Server is starting: its models are loading and it accepts no inference yet');
+  return tritonError('serverStarting');
 }
 
 /** Message of the `CANCELLED` error a request fails with when it is cancelled without a reason of its own. */
-export const REQUEST_CANCELLED_MESSAGE = 'request cancelled';
+export const REQUEST_CANCELLED_MESSAGE = MESSAGES.requestCancelled.text;
 
 /** The `CANCELLED` error of a request cancelled without a reason of its own. */
 export function requestCancelled(): TritonError {
-  return new TritonError('CANCELLED', REQUEST_CANCELLED_MESSAGE);
+  return tritonError('requestCancelled');
 }
 
 /** Why a request failed, as Triton's `nv_inference_request_failure` metric and statistics name it. */

@@ -1,3 +1,4 @@
+import { MESSAGES } from '../errors';
 import * as http from 'node:http';
 import { listenOn } from '../server/listen';
 import { Counter, Gauge, Registry, type Metric, type MetricObjectWithValues, type MetricValue } from 'prom-client';
@@ -222,11 +223,11 @@ export class MetricsServer {
     this.server = http.createServer((req, res) => {
       const path = (req.url ?? '/').split('?')[0];
       if (path !== '/metrics' && path !== '/metrics/') {
-        res.writeHead(404, { 'Content-Type': 'text/plain' }).end('Not Found');
+        res.writeHead(404, { 'Content-Type': 'text/plain' }).end(MESSAGES.notFound.text);
         return;
       }
       if (req.method !== 'GET') {
-        res.writeHead(405, { 'Content-Type': 'text/plain' }).end('Method Not Allowed');
+        res.writeHead(405, { 'Content-Type': 'text/plain' }).end(MESSAGES.methodNotAllowed.text);
         return;
       }
       this.metrics.render().then(

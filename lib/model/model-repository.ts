@@ -1,4 +1,4 @@
-import { TritonError } from '../errors';
+import { TritonError, tritonError } from '../errors';
 import type { ModelMetadata } from '../protocol/model-metadata';
 import type { Model } from './model';
 
@@ -89,7 +89,7 @@ export class ModelRepository {
     const model = version ? this.models.get(name)?.get(version) : undefined;
     if (model) return model;
     const which = version ? ` version ${version}` : '';
-    throw new TritonError('MODEL_NOT_FOUND', `Request for unknown model: '${name}'${which} is not found`);
+    throw tritonError('unknownModel', { model: name, version: which });
   }
 
   /** Every bound model, in binding order. */

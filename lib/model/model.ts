@@ -9,7 +9,7 @@ import type { ModelMetadata } from '../protocol/model-metadata';
 import { describeModel, type DescribedModel } from './model-description';
 import type { NamedTensorSpec } from '../config/tensor-spec';
 import type { ModelConfig } from '../config/model-config';
-import { TritonError, UnrecoverableError, failureReason } from '../errors';
+import { TritonError, UnrecoverableError, failureReason, tritonError } from '../errors';
 import { inService, type HealthEvent, type Instance } from '../instances/instance';
 import { Scheduler, type Scheduled, type SchedulerHooks } from '../scheduler/scheduler';
 import type { RequestScheduler } from '../scheduler/request-scheduler';
@@ -180,7 +180,7 @@ export class Model {
         ? `: instance ${failure.instance} keeps failing and waits ${failure.retryInMs} ms before it restarts again (last failure: ${failure.cause.message})`
         : `: instance ${failure.instance} failed and does not restart (${failure.cause.message})`;
     }
-    return new TritonError('MODEL_NOT_READY', `Request for unavailable model: '${this.name}' is not ready${why}`);
+    return tritonError('modelNotReady', { model: this.name, why });
   }
 
   /** Starts every instance, runs the warmup, and turns the model READY; a failure leaves it UNAVAILABLE. */
@@ -355,7 +355,7 @@ export class Model {
    * the transport's deadline), and the cleanup that releases all of it.
    */
   private prepare(req: InferenceRequest): RequestJob {
-    if (!this.ready) throw new TritonError('MODEL_NOT_READY', `Request for unavailable model: '${this.name}' is not ready`);
+    if (!this.ready) throw tritonError('modelNotReady', { model: this.name, why: '' });
     // Built only when an error message needs it.
     const { inputs, rows, batchKey } = this.requests.inputs(req);
     const requestedOutputs = this.requests.requestedOutputs(req);

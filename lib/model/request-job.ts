@@ -1,7 +1,7 @@
 import { MOVABLE_BUFFER, type Request } from '../callable';
 import { REQUEST_MEMORY, type RequestMemory } from '../tensor/buffer-pool';
 import { CANCELLATION, cancelledError, type Cancellation } from '../cancellation';
-import { TritonError } from '../errors';
+import { TritonError, tritonError } from '../errors';
 import { MAX_TIMER_MS, type QueueTimerOwner } from '../scheduler/priority-queue';
 import type { EnqueueOptions } from '../scheduler/scheduler';
 import type { RequestSpan } from '../trace';
@@ -120,8 +120,8 @@ export class RequestJob implements EnqueueOptions, QueueTimerOwner {
       }
     }
     // Still queued: the queue's own timeout error. Running: the deadline ends it, and the callable sees the signal.
-    this.cancellation.abort(new TritonError('UNAVAILABLE', 'Request timeout expired'));
-    this.missDeadline?.(new TritonError('DEADLINE_EXCEEDED', `[request id: ${this.request.id || '<id_unknown>'}] Request timeout expired after ${Math.round(this.timeoutMs ?? 0)} ms`));
+    this.cancellation.abort(tritonError('requestTimeout'));
+    this.missDeadline?.(tritonError('deadlineExceeded', { id: this.request.id || '<id_unknown>', ms: Math.round(this.timeoutMs ?? 0) }));
   }
 
   /** Races `work` against the request's deadline, if it has one. */

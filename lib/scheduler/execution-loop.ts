@@ -1,4 +1,4 @@
-import { TritonError, toTritonError } from '../errors';
+import { TritonError, toTritonError, tritonError } from '../errors';
 import type { Request, Response } from '../callable';
 import type { Instance } from '../instances/instance';
 import { BatchNotStarted } from '../instances/instance-errors';
@@ -109,6 +109,6 @@ export abstract class ExecutionLoop<T> {
 
   /** The error queued requests fail with once no instance is in service. */
   protected outOfServiceError(): TritonError {
-    return this.hooks.outOfService?.() ?? new TritonError('UNAVAILABLE', 'no instance can run the request: every instance failed and none is restarting');
+    return this.hooks.outOfService?.() ?? tritonError('noInstance');
   }
 }

@@ -1,5 +1,5 @@
 import type { Cancellation } from '../cancellation';
-import { TritonError } from '../errors';
+import { tritonError } from '../errors';
 import type { Request } from '../callable';
 
 /**
@@ -128,7 +128,7 @@ export class PriorityQueue {
     const level = priority >= 1 && priority <= this.levels.length ? (this.levels[priority - 1] as Level) : this.defaultLevel;
     const { maxQueueSize, defaultTimeoutMicroseconds, allowTimeoutOverride } = level.policy;
     if (maxQueueSize > 0 && level.queue.length + level.delayed.length >= maxQueueSize) {
-      throw new TritonError('UNAVAILABLE', 'Exceeds maximum queue size');
+      throw tritonError('queueFull');
     }
     let timeoutUs = defaultTimeoutMicroseconds;
     // A zero default means "no timeout", so any override is tighter than it.

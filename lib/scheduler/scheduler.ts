@@ -1,4 +1,4 @@
-import { requestCancelled, TritonError } from '../errors';
+import { requestCancelled, TritonError, tritonError } from '../errors';
 import type { Request, Response } from '../callable';
 import { inService, type Instance } from '../instances/instance';
 import { PriorityQueue, type QueuePolicyOptions, type Pending } from './priority-queue';
@@ -142,7 +142,7 @@ export class Scheduler<T = Response> extends ExecutionLoop<T> implements Request
   }
 
   private drop(p: Pending, reason: 'REJECTED' | 'CANCELED', error?: TritonError): void {
-    this.settle(p, error ?? (reason === 'CANCELED' ? requestCancelled() : new TritonError('UNAVAILABLE', 'Request timeout expired')));
+    this.settle(p, error ?? (reason === 'CANCELED' ? requestCancelled() : tritonError('requestTimeout')));
   }
 
   protected schedule(): void {

@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { TritonError, invalidArgument } from '../errors';
+import { TritonError, invalidArgument, tritonError } from '../errors';
 
 /** Where POSIX shared-memory objects live on Linux: `shm_open("/k")` is the file `/dev/shm/k`. */
 export const SHM_DIR = '/dev/shm';
@@ -48,7 +48,7 @@ export class SharedMemoryManager {
    */
   register(name: string, key: string, offset: number, byteSize: number): void {
     if (!this.allowed) {
-      throw new TritonError('UNSUPPORTED', 'Client shared memory is disabled. Start the server with allowSharedMemory: true (TSTRITON_ALLOW_SHARED_MEMORY=true) to enable.');
+      throw tritonError('sharedMemoryDisabled');
     }
     if (!name) throw invalidArgument("the shared memory region needs a 'name'");
     const file = objectName(key);
@@ -68,7 +68,7 @@ export class SharedMemoryManager {
   /** Unregisters `name`, or every region when no name is given; an unknown name is not an error. */
   unregister(name?: string): void {
     if (!this.allowed) {
-      throw new TritonError('UNSUPPORTED', 'Client shared memory is disabled. Start the server with allowSharedMemory: true (TSTRITON_ALLOW_SHARED_MEMORY=true) to enable.');
+      throw tritonError('sharedMemoryDisabled');
     }
     if (name) this.close(name);
     else for (const n of [...this.regions.keys()]) this.close(n);

@@ -1,5 +1,5 @@
 import { headerMatcher } from '../forward-headers';
-import { TritonError } from '../../errors';
+import { tritonError } from '../../errors';
 import type { Logger } from '../../logger';
 import type { ServerCore, Transport } from '../server-core';
 import { serverTlsMaterial } from '../tls';
@@ -88,7 +88,7 @@ export class GrpcServer implements Transport {
     return new Promise<void>((resolve) => {
       // Calls whose model work has just finished write their response in this turn of the event loop; let them.
       setImmediate(() => {
-        this.tracker.failAll(new TritonError('UNAVAILABLE', 'Server stopped before the request finished'));
+        this.tracker.failAll(tritonError('stoppedBeforeEnd'));
         resolve(this.port.close(FORCE_GRACE_MS));
       });
     });

@@ -1,5 +1,5 @@
 import type { ServerUnaryCall, UntypedHandleCall, UntypedServiceImplementation, sendUnaryData } from '@grpc/grpc-js';
-import { TritonError } from '../../errors';
+import { TritonError, tritonError } from '../../errors';
 import { stoppingError, type GrpcContext } from './grpc-context';
 import { toGrpcStatus } from './grpc-status';
 import type {
@@ -44,7 +44,7 @@ export function inferenceService(ctx: GrpcContext): UntypedServiceImplementation
       return { regions: {} };
     }),
     CudaSharedMemoryRegister: unary(ctx, false, () => {
-      throw new TritonError('UNSUPPORTED', 'CUDA shared memory is not supported by this server');
+      throw tritonError('cudaSharedMemory');
     }),
     CudaSharedMemoryUnregister: unary(ctx, false, () => ({})),
     RepositoryIndex: unary(ctx, false, (req: { repository_name?: string; ready?: boolean }) => {

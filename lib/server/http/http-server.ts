@@ -5,7 +5,7 @@ import type { Socket } from 'node:net';
 import { listenOn } from '../listen';
 import express, { type Express, type NextFunction, type Router } from 'express';
 import { Cancellation } from '../../cancellation';
-import { TritonError, toTritonError, SERVER_STOPPING_MESSAGE } from '../../errors';
+import { TritonError, toTritonError, SERVER_STOPPING_MESSAGE, tritonError } from '../../errors';
 import type { Logger } from '../../logger';
 import type { ServerCore, Transport } from '../server-core';
 import { compress, negotiateEncoding, ownMemory, readBody, readJsonObject } from './body';
@@ -13,7 +13,7 @@ import { handleSharedMemory, SHARED_MEMORY_ROUTE } from './shared-memory-routes'
 import { handleRepository, REPOSITORY_ROUTE } from './repository-routes';
 import type { InferCall } from '../infer-entry';
 import { handleGenerate } from './generate';
-import { decodeHttpInfer, encodeHttpInfer, type DecodedHttpInfer, type EncodedHttpInfer } from './infer-codec';
+import { decodeHttpInfer, inferHeaderLength, encodeHttpInfer, type DecodedHttpInfer, type EncodedHttpInfer } from './infer-codec';
 import { RestrictedApis, httpApiGroup, httpRestrictedError } from '../restricted-api';
 import { decodeSegment, requestTarget } from './request-target';
 import type { ConnectionDrain } from './connection-drain';
@@ -188,10 +188,7 @@ export class HttpServer implements Transport {
       // Only a body with binary tensors goes into pooled memory: those tensors view it. A JSON body is garbage
       // once parsed, and holding it until the response is written only holds memory longer.
       const body = await readBody(req, config.httpMaxInputSize, ihcl === undefined ? undefined : memory);
-      const headerLength = ihcl === undefined ? null : Number(ihcl);
-      if (headerLength !== null && !Number.isInteger(headerLength)) {
-        throw new TritonError('INVALID_ARGUMENT', `inference header size should be in range (0, ${body.length}), got: ${ihcl}`);
-      }
+      const headerLength = inferHeaderLength(ihcl, body.length);
       let decoded: DecodedHttpInfer | undefined;
       const call: InferCall = {
         modelName,
@@ -352,12 +349,12 @@ function buildApp(core: ServerCore, router: Router, escaped: EscapedError): Expr
   serveJson(app, TRACE_ROUTE, async (m, req) => {
     const model = m[1] === undefined ? undefined : decodeSegment(m[1]);
     if (req.method === 'GET') return core.traceSettings(model);
-    if (req.method !== 'POST') throw new TritonError('METHOD_NOT_ALLOWED', 'Method Not Allowed');
+    if (req.method !== 'POST') throw tritonError('methodNotAllowed');
     return core.traceSettings(model, await readJsonObject(req, core.config.jsonMaxDepth, 'the trace settings'));
   });
   serveJson(app, LOGGING_ROUTE, async (_m, req) => {
     if (req.method === 'GET') return core.logSettings();
-    if (req.method !== 'POST') throw new TritonError('METHOD_NOT_ALLOWED', 'Method Not Allowed');
+    if (req.method !== 'POST') throw tritonError('methodNotAllowed');
     return core.logSettings(await readJsonObject(req, core.config.jsonMaxDepth, 'the logging settings'));
   });
   serveJson(app, REPOSITORY_ROUTE, (m, req) => handleRepository(core, m, req));
@@ -391,7 +388,7 @@ function buildApp(core: ServerCore, router: Router, escaped: EscapedError): Expr
           return;
         case 'ready':
           if (model.ready) res.status(200).end();
-          else sendError(res, new TritonError('MODEL_NOT_READY', 'Model version not ready'));
+          else sendError(res, tritonError('versionNotReady'));
           return;
         case 'config':
           res.json(model.configJson);
@@ -408,7 +405,7 @@ function buildApp(core: ServerCore, router: Router, escaped: EscapedError): Expr
   });
 
   app.use(router);
-  app.use((_req, res) => sendError(res, new TritonError('NOT_FOUND', 'Not Found')));
+  app.use((_req, res) => sendError(res, tritonError('notFound')));
   // What a route (ours or a user's) throws or rejects with is answered in Triton's form, never as express's
   // HTML page.
   app.use((err: unknown, req: express.Request, res: express.Response, _next: NextFunction) => escaped(err, req, res));
@@ -441,5 +438,5 @@ function refuseStopping(req: http.IncomingMessage, res: http.ServerResponse, sen
 }
 
 function methodNotAllowed(res: http.ServerResponse): void {
-  sendError(res, new TritonError('METHOD_NOT_ALLOWED', 'Method Not Allowed'));
+  sendError(res, tritonError('methodNotAllowed'));
 }

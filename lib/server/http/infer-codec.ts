@@ -1,7 +1,7 @@
 import { constants as bufferConstants } from 'node:buffer';
 import type { RequestMemory } from '../../tensor/buffer-pool';
 import type { Cancellation } from '../../cancellation';
-import { TritonError, invalidArgument } from '../../errors';
+import { TritonError, invalidArgument, tritonError } from '../../errors';
 import type { InferenceRequest, InferenceResponse, NamedTensor } from '../../model/inference';
 import type { ModelView } from '../../model/model-view';
 import { decodeBinary, encodeBinary } from '../../tensor/binary-codec';
@@ -26,6 +26,22 @@ export interface DecodedHttpInfer {
 }
 
 /**
+ * A request's `Inference-Header-Content-Length` as a number, null when it has none.
+ *
+ * @throws TritonError `INVALID_ARGUMENT` (Triton's message) unless it is an integer from 0 to the body's length.
+ */
+export function inferHeaderLength(value: string | string[] | undefined, bodyLength: number): number | null {
+  if (value === undefined) return null;
+  const n = Number(value);
+  checkHeaderLength(n, bodyLength, value);
+  return n;
+}
+
+function checkHeaderLength(n: number, bodyLength: number, got: unknown): void {
+  if (!Number.isInteger(n) || n < 0 || n > bodyLength) throw tritonError('headerSize', { bodyLength, got: String(got) });
+}
+
+/**
  * Decodes a KServe v2 HTTP infer body: a JSON header of `headerLength` bytes (the whole body when null)
  * followed by the binary tensor section. A header length of 0 is a raw binary request for a model with
  * one input.
@@ -42,9 +58,7 @@ export function decodeHttpInfer(
 ): DecodedHttpInfer {
   if (headerLength === 0) return decodeRawBinary(body, model, cancellation);
   const jsonLength = headerLength ?? body.length;
-  if (jsonLength < 0 || jsonLength > body.length) {
-    throw invalidArgument(`inference header size should be in range (0, ${body.length}), got: ${jsonLength}`);
-  }
+  checkHeaderLength(jsonLength, body.length, jsonLength);
   if (jsonLength > MAX_STRING_LENGTH) {
     // Beyond this, decoding the header to text throws a RangeError (a server fault) before the parser sees it.
     throw new TritonError(

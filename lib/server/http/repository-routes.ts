@@ -1,5 +1,5 @@
 import type * as http from 'node:http';
-import { TritonError } from '../../errors';
+import { TritonError, tritonError } from '../../errors';
 import { decodeSegment } from './request-target';
 import type { ServerCore } from '../server-core';
 import { readJsonObject } from './body';
@@ -16,7 +16,7 @@ const BODY_LIMIT = 1024 * 1024;
  */
 export async function handleRepository(core: ServerCore, match: RegExpExecArray, req: http.IncomingMessage): Promise<unknown> {
   const [, repositoryName, index, rawModel, action] = match;
-  if (req.method !== 'POST') throw new TritonError('METHOD_NOT_ALLOWED', 'Method Not Allowed');
+  if (req.method !== 'POST') throw tritonError('methodNotAllowed');
   if (repositoryName !== undefined) throw new TritonError('UNSUPPORTED', "'repository_name' specification is not supported");
   const request = await readJsonObject(req, core.config.jsonMaxDepth, 'the request body', BODY_LIMIT);
   if (index) {

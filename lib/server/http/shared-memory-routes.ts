@@ -1,5 +1,5 @@
 import type * as http from 'node:http';
-import { TritonError } from '../../errors';
+import { TritonError, tritonError } from '../../errors';
 import { decodeSegment } from './request-target';
 import type { ServerCore } from '../server-core';
 import { readJsonObject } from './body';
@@ -19,14 +19,14 @@ export async function handleSharedMemory(core: ServerCore, match: RegExpExecArra
   const [, kind, rawRegion, action] = match;
   const region = rawRegion === undefined ? undefined : decodeSegment(rawRegion);
   const wantsPost = action !== 'status';
-  if (req.method !== (wantsPost ? 'POST' : 'GET')) throw new TritonError('METHOD_NOT_ALLOWED', 'Method Not Allowed');
-  if (action === 'register' && region === undefined) throw new TritonError('NOT_FOUND', 'Not Found');
+  if (req.method !== (wantsPost ? 'POST' : 'GET')) throw tritonError('methodNotAllowed');
+  if (action === 'register' && region === undefined) throw tritonError('notFound');
   if (kind === 'cuda') {
     if (action === 'status') {
       if (region !== undefined) throw new TritonError('NOT_FOUND', `Unable to find cuda shared memory region: '${region}'`);
       return [];
     }
-    if (action === 'register') throw new TritonError('UNSUPPORTED', 'CUDA shared memory is not supported by this server');
+    if (action === 'register') throw tritonError('cudaSharedMemory');
     return undefined;
   }
   const shm = core.sharedMemory;

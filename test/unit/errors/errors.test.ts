@@ -3,6 +3,9 @@ import * as path from 'node:path';
 import {
   ERROR_CODES,
   GrpcStatus,
+  MESSAGES,
+  messageText,
+  tritonError,
   REQUEST_CANCELLED_MESSAGE,
   SERVER_STOPPING_MESSAGE,
   TritonError,
@@ -33,6 +36,24 @@ describe('error table', () => {
   it('docs/errors.md lists no code the table lacks', () => {
     const documented = [...doc.matchAll(/^\| `([A-Z_]+)` \|/gm)].map((m) => m[1]);
     expect(documented.sort()).toEqual(Object.keys(ERROR_CODES).sort());
+  });
+
+  it.each(Object.entries(MESSAGES))('docs/errors.md lists the message %s with its code and text', (key, m) => {
+    const line = doc.split('\n').find((l) => l.startsWith(`| \`${key}\` |`));
+    expect(line).toBeDefined();
+    expect(line).toBe(`| \`${key}\` | \`${m.code}\` | ${m.text} |`);
+  });
+
+  it('docs/errors.md lists no message the table lacks', () => {
+    const documented = [...doc.matchAll(/^\| `([a-z][A-Za-z]+)` \| `[A-Z_]+` \|/gm)].map((m) => m[1]);
+    expect(documented.sort()).toEqual(Object.keys(MESSAGES).sort());
+  });
+
+  it('puts the values into a message, and raises it with its code', () => {
+    expect(messageText('unknownModel', { model: 'm', version: ' version 2' })).toBe("Request for unknown model: 'm' version 2 is not found");
+    const e = tritonError('deadlineExceeded', { id: 'r1', ms: 250 });
+    expect([e.code, e.message, e.httpStatus]).toEqual(['DEADLINE_EXCEEDED', '[request id: r1] Request timeout expired after 250 ms', 400]);
+    expect([tritonError('methodNotAllowed').code, tritonError('methodNotAllowed').httpStatus]).toEqual(['METHOD_NOT_ALLOWED', 405]);
   });
 
   it("maps unknown models to 400 / INVALID_ARGUMENT, as Triton does", () => {
