@@ -1,4 +1,4 @@
-import { TritonError } from './errors';
+import { invalidArgument } from './errors';
 
 /** The kinds of custom metric, as Triton's `TRITONSERVER_MetricKind`. */
 export type MetricKind = 'counter' | 'gauge' | 'histogram';
@@ -50,21 +50,21 @@ const KINDS: readonly MetricKind[] = ['counter', 'gauge', 'histogram'];
 /** Checks a family spec where it is made (so a worker's callable sees the error too); returns a plain copy. */
 export function checkFamilySpec(spec: MetricFamilySpec): MetricFamilySpec {
   const where = `custom metric family '${String(spec?.name)}'`;
-  if (typeof spec !== 'object' || spec === null) throw invalid('a custom metric family needs { name, description, kind }');
-  if (typeof spec.name !== 'string' || !NAME.test(spec.name)) throw invalid(`${where}: the name must match ${NAME.source}`);
-  if (spec.name.startsWith('nv_')) throw invalid(`${where}: names starting with nv_ are Triton's own`);
-  if (typeof spec.description !== 'string') throw invalid(`${where}: description must be a string`);
-  if (!KINDS.includes(spec.kind)) throw invalid(`${where}: kind must be one of ${KINDS.join(', ')}, got ${String(spec.kind)}`);
+  if (typeof spec !== 'object' || spec === null) throw invalidArgument('a custom metric family needs { name, description, kind }');
+  if (typeof spec.name !== 'string' || !NAME.test(spec.name)) throw invalidArgument(`${where}: the name must match ${NAME.source}`);
+  if (spec.name.startsWith('nv_')) throw invalidArgument(`${where}: names starting with nv_ are Triton's own`);
+  if (typeof spec.description !== 'string') throw invalidArgument(`${where}: description must be a string`);
+  if (!KINDS.includes(spec.kind)) throw invalidArgument(`${where}: kind must be one of ${KINDS.join(', ')}, got ${String(spec.kind)}`);
   const labels = [...(spec.labels ?? [])];
   for (const l of labels) {
-    if (typeof l !== 'string' || !LABEL.test(l) || RESERVED_LABELS.has(l)) throw invalid(`${where}: label '${String(l)}' is not allowed (model and version are added by the server)`);
+    if (typeof l !== 'string' || !LABEL.test(l) || RESERVED_LABELS.has(l)) throw invalidArgument(`${where}: label '${String(l)}' is not allowed (model and version are added by the server)`);
   }
-  if (new Set(labels).size !== labels.length) throw invalid(`${where}: labels repeat`);
+  if (new Set(labels).size !== labels.length) throw invalidArgument(`${where}: labels repeat`);
   if (spec.buckets !== undefined) {
-    if (spec.kind !== 'histogram') throw invalid(`${where}: only a histogram has buckets`);
+    if (spec.kind !== 'histogram') throw invalidArgument(`${where}: only a histogram has buckets`);
     const b = spec.buckets;
     if (!Array.isArray(b) || b.some((v, i) => typeof v !== 'number' || !Number.isFinite(v) || (i > 0 && v <= (b[i - 1] as number)))) {
-      throw invalid(`${where}: buckets must be finite numbers in ascending order`);
+      throw invalidArgument(`${where}: buckets must be finite numbers in ascending order`);
     }
   }
   return { name: spec.name, description: spec.description, kind: spec.kind, labels, ...(spec.buckets && { buckets: [...spec.buckets] }) };
@@ -77,9 +77,9 @@ export type MetricUpdate = 'increment' | 'set' | 'observe';
 export function checkUpdate(spec: MetricFamilySpec, op: MetricUpdate, value: number): void {
   const where = `custom metric '${spec.name}'`;
   const allowed = op === 'increment' ? spec.kind !== 'histogram' : op === 'set' ? spec.kind === 'gauge' : spec.kind === 'histogram';
-  if (!allowed) throw invalid(`${where}: a ${spec.kind} cannot ${op === 'increment' ? 'be incremented' : op === 'set' ? 'be set' : 'observe'}`);
-  if (typeof value !== 'number' || !Number.isFinite(value)) throw invalid(`${where}: the value must be a finite number, got ${String(value)}`);
-  if (op === 'increment' && spec.kind === 'counter' && value < 0) throw invalid(`${where}: a counter cannot decrease (increment by ${value})`);
+  if (!allowed) throw invalidArgument(`${where}: a ${spec.kind} cannot ${op === 'increment' ? 'be incremented' : op === 'set' ? 'be set' : 'observe'}`);
+  if (typeof value !== 'number' || !Number.isFinite(value)) throw invalidArgument(`${where}: the value must be a finite number, got ${String(value)}`);
+  if (op === 'increment' && spec.kind === 'counter' && value < 0) throw invalidArgument(`${where}: a counter cannot decrease (increment by ${value})`);
 }
 
 /** Checks a metric's label values: exactly the family's label names, each a string; returns a plain copy. */
@@ -88,11 +88,8 @@ export function checkLabels(spec: MetricFamilySpec, labels: Readonly<Record<stri
   const expected = spec.labels ?? [];
   const given = Object.keys(labels);
   if (given.length !== expected.length || !expected.every((l) => typeof labels[l] === 'string')) {
-    throw invalid(`${where}: labels must be exactly [${expected.join(', ')}], got [${given.join(', ')}]`);
+    throw invalidArgument(`${where}: labels must be exactly [${expected.join(', ')}], got [${given.join(', ')}]`);
   }
   return { ...labels };
 }
 
-function invalid(message: string): TritonError {
-  return new TritonError('INVALID_ARGUMENT', message);
-}

@@ -218,6 +218,11 @@ export function invalidArgument(message: string): TritonError {
   return new TritonError('INVALID_ARGUMENT', message);
 }
 
+/** An `INVALID_CONFIG` error: a setting is wrong; `message` names it, says what was wrong and what is expected. */
+export function invalidConfig(message: string): TritonError {
+  return new TritonError('INVALID_CONFIG', message);
+}
+
 /** Message of the `UNAVAILABLE` error a stopping server answers new requests with (clients match on it). */
 export const SERVER_STOPPING_MESSAGE = MESSAGES.serverStopping.text;
 

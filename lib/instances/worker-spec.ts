@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ResourceLimits } from 'node:worker_threads';
-import { TritonError } from '../errors';
+import { invalidConfig } from '../errors';
 import { parseDevice, type Device } from './instance';
 
 /** Marks the objects `workers()` returns, so that `bind()` tells them from inference objects. */
@@ -66,16 +66,16 @@ const DEFAULTS = { restartDelayMs: 100, maxRestartDelayMs: 10_000, closeTimeoutM
  * `inferFunc` (alone or in a list). Every invalid value is rejected here with a message naming it.
  */
 export function workers(init: WorkersInit): WorkerSpec {
-  if (typeof init !== 'object' || init === null) throw invalid(`expected an object { module, exportName?, devices?, options? }, got ${init === null ? 'null' : typeof init}`);
+  if (typeof init !== 'object' || init === null) throw invalidConfig(`workers(): expected an object { module, exportName?, devices?, options? }, got ${init === null ? 'null' : typeof init}`);
   const module = modulePath(init.module);
   const exportName = init.exportName ?? 'default';
-  if (typeof exportName !== 'string' || exportName === '') throw invalid(`exportName must be a non-empty string, got ${JSON.stringify(exportName)}`);
+  if (typeof exportName !== 'string' || exportName === '') throw invalidConfig(`workers(): exportName must be a non-empty string, got ${JSON.stringify(exportName)}`);
   const devices = parseDevices(init.devices ?? ['cpu']);
   const options = resolveOptions(init.options ?? {});
   try {
     structuredClone(init.data);
   } catch (err) {
-    throw invalid(`data must be structured-cloneable (it is copied into each worker): ${(err as Error).message}`);
+    throw invalidConfig(`workers(): data must be structured-cloneable (it is copied into each worker): ${(err as Error).message}`);
   }
   return Object.freeze({ [WORKER_SPEC_MARK]: true as const, module, exportName, devices, options, data: init.data });
 }
@@ -91,51 +91,48 @@ function modulePath(module: unknown): string {
     try {
       path = fileURLToPath(module);
     } catch (err) {
-      throw invalid(`module ${String(module)} is not a valid file URL: ${(err as Error).message}`);
+      throw invalidConfig(`workers(): module ${String(module)} is not a valid file URL: ${(err as Error).message}`);
     }
   } else if (typeof module === 'string') {
-    if (!isAbsolute(module)) throw invalid(`module must be an absolute path or a file: URL, got '${module}' (try path.resolve(__dirname, '${module}'))`);
+    if (!isAbsolute(module)) throw invalidConfig(`workers(): module must be an absolute path or a file: URL, got '${module}' (try path.resolve(__dirname, '${module}'))`);
     path = module;
   } else {
-    throw invalid(`module must be an absolute path or a file: URL, got ${module === null ? 'null' : typeof module}`);
+    throw invalidConfig(`workers(): module must be an absolute path or a file: URL, got ${module === null ? 'null' : typeof module}`);
   }
-  if (!existsSync(path)) throw invalid(`module '${path}' does not exist`);
+  if (!existsSync(path)) throw invalidConfig(`workers(): module '${path}' does not exist`);
   return path;
 }
 
 function parseDevices(devices: unknown): Device[] {
-  if (!Array.isArray(devices) || devices.length === 0) throw invalid('devices must be a non-empty array such as [\'cpu\', \'gpu:0\']');
+  if (!Array.isArray(devices) || devices.length === 0) throw invalidConfig('workers(): devices must be a non-empty array such as [\'cpu\', \'gpu:0\']');
   return devices.map((d: unknown, i) => {
     if (typeof d === 'string') {
       try {
         return parseDevice(d);
       } catch (err) {
-        throw invalid(`devices[${i}]: ${(err as Error).message}`);
+        throw invalidConfig(`workers(): devices[${i}]: ${(err as Error).message}`);
       }
     }
     const dev = d as Partial<Device> | null;
     if (typeof dev !== 'object' || dev === null || (dev.kind !== 'cpu' && dev.kind !== 'gpu') || !Number.isInteger(dev.id) || (dev.id as number) < 0) {
-      throw invalid(`devices[${i}]: expected 'cpu', 'gpu', 'gpu:N', 'cuda:N' or { kind: 'cpu' | 'gpu', id: N >= 0 }, got ${JSON.stringify(d)}`);
+      throw invalidConfig(`workers(): devices[${i}]: expected 'cpu', 'gpu', 'gpu:N', 'cuda:N' or { kind: 'cpu' | 'gpu', id: N >= 0 }, got ${JSON.stringify(d)}`);
     }
     return { kind: dev.kind, id: dev.id as number };
   });
 }
 
 function resolveOptions(options: WorkerOptions): ResolvedWorkerOptions {
-  if (typeof options !== 'object' || options === null) throw invalid('options must be an object');
+  if (typeof options !== 'object' || options === null) throw invalidConfig('workers(): options must be an object');
   const resolved = { ...DEFAULTS, ...options };
   // A zero restart delay would respawn a worker that cannot start in a tight loop.
   for (const [key, min] of [['restartDelayMs', 1], ['maxRestartDelayMs', 1], ['closeTimeoutMs', 0]] as const) {
     const v = resolved[key];
-    if (typeof v !== 'number' || !Number.isFinite(v) || v < min) throw invalid(`options.${key} must be a finite number >= ${min}, got ${String(v)}`);
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < min) throw invalidConfig(`workers(): options.${key} must be a finite number >= ${min}, got ${String(v)}`);
   }
   if (resolved.execArgv !== undefined && (!Array.isArray(resolved.execArgv) || !resolved.execArgv.every((a) => typeof a === 'string'))) {
-    throw invalid('options.execArgv must be an array of strings');
+    throw invalidConfig('workers(): options.execArgv must be an array of strings');
   }
-  if (resolved.env !== undefined && (typeof resolved.env !== 'object' || resolved.env === null)) throw invalid('options.env must be an object of strings');
+  if (resolved.env !== undefined && (typeof resolved.env !== 'object' || resolved.env === null)) throw invalidConfig('workers(): options.env must be an object of strings');
   return resolved;
 }
 
-function invalid(message: string): TritonError {
-  return new TritonError('INVALID_CONFIG', `workers(): ${message}`);
-}

@@ -1,4 +1,4 @@
-import { TritonError } from '../errors';
+import { invalidConfig } from '../errors';
 
 /** One summary quantile and its allowed error, as Triton's `summary_quantiles` lists them. */
 export interface Quantile {
@@ -54,7 +54,7 @@ export function parseMetricsConfig(text: string | undefined): MetricsSettings {
         settings.summaryQuantiles = quantiles(value);
         break;
       default:
-        throw invalid(`unknown metrics config '${key}'; known settings are ${KEYS.join(', ')}`);
+        throw invalidConfig(`unknown metrics config '${key}'; known settings are ${KEYS.join(', ')}`);
     }
   }
   return settings;
@@ -63,7 +63,7 @@ export function parseMetricsConfig(text: string | undefined): MetricsSettings {
 function flag(key: string, value: string): boolean {
   if (value === 'true') return true;
   if (value === 'false') return false;
-  throw invalid(`metrics config ${key} must be true or false, got '${value}'`);
+  throw invalidConfig(`metrics config ${key} must be true or false, got '${value}'`);
 }
 
 /** `<quantile>:<error>,...`, each quantile in (0, 1) and each error in [0, 1). */
@@ -73,13 +73,10 @@ function quantiles(value: string): Quantile[] {
     const quantile = Number(q);
     const error = Number(e);
     if (extra !== undefined || q === '' || e === undefined || e === '' || !(quantile > 0 && quantile < 1) || !(error >= 0 && error < 1)) {
-      throw invalid(`metrics config summary_quantiles must be <quantile>:<error>,... with quantiles in (0, 1), got '${pair}'`);
+      throw invalidConfig(`metrics config summary_quantiles must be <quantile>:<error>,... with quantiles in (0, 1), got '${pair}'`);
     }
     return { quantile, error };
   });
   return out;
 }
 
-function invalid(message: string): TritonError {
-  return new TritonError('INVALID_CONFIG', message);
-}

@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import { TritonError } from '../errors';
+import { TritonError, invalidConfig } from '../errors';
 
 /** Triton's API groups, as `--http-restricted-api` and `--grpc-restricted-protocol` name them. */
 export const API_GROUPS = ['health', 'metadata', 'inference', 'shared-memory', 'model-config', 'model-repository', 'statistics', 'trace', 'logging'] as const;
@@ -38,16 +38,16 @@ export class RestrictedApis {
       const text = part.trim();
       if (text === '') continue;
       const m = /^([^:]+):([^=]+)=(.*)$/.exec(text);
-      if (!m) throw invalid(option, `'${text}' is not of the form <api>[,<api>...]:<key>=<value>`);
+      if (!m) throw invalidConfig(`invalid ${option}: '${text}' is not of the form <api>[,<api>...]:<key>=<value>`);
       const [, apis, key, value] = m as unknown as [string, string, string, string];
       const header = `${headerPrefix}${key.trim().toLowerCase()}`;
-      if (!/^[a-z0-9_.-]+$/.test(header)) throw invalid(option, `'${key.trim()}' is not a valid header name`);
+      if (!/^[a-z0-9_.-]+$/.test(header)) throw invalidConfig(`invalid ${option}: '${key.trim()}' is not a valid header name`);
       for (const raw of apis.split(',')) {
         const api = raw.trim();
         if (!(API_GROUPS as readonly string[]).includes(api)) {
-          throw invalid(option, `unknown restricted api '${api}'; the APIs are ${API_GROUPS.join(', ')}`);
+          throw invalidConfig(`invalid ${option}: unknown restricted api '${api}'; the APIs are ${API_GROUPS.join(', ')}`);
         }
-        if (byGroup.has(api as ApiGroup)) throw invalid(option, `restricted api '${api}' can not be specified in multiple config groups`);
+        if (byGroup.has(api as ApiGroup)) throw invalidConfig(`invalid ${option}: restricted api '${api}' can not be specified in multiple config groups`);
         byGroup.set(api as ApiGroup, { header, value, bytes: Buffer.from(value, 'utf8') });
       }
     }
@@ -137,6 +137,3 @@ export const GRPC_API_GROUPS: Readonly<Record<string, ApiGroup>> = {
   LogSettings: 'logging',
 };
 
-function invalid(option: string, message: string): TritonError {
-  return new TritonError('INVALID_CONFIG', `invalid ${option}: ${message}`);
-}

@@ -1,4 +1,4 @@
-import { TritonError } from '../errors';
+import { invalidConfig } from '../errors';
 
 /** OpenTelemetry exporter settings (`--trace-config opentelemetry,<setting>=<value>`); unset ones come from `OTEL_*`. */
 export interface OtelSettings {
@@ -36,21 +36,21 @@ export function parseTraceConfig(text: string | undefined): TraceConfig {
     const mode = scoped ? entry.slice(0, comma).trim() : '';
     const rest = scoped ? entry.slice(comma + 1) : entry;
     const eq = rest.indexOf('=');
-    if (eq < 0) throw invalid(`trace config '${entry}' must be [<mode>,]<setting>=<value>`);
+    if (eq < 0) throw invalidConfig(`trace config '${entry}' must be [<mode>,]<setting>=<value>`);
     const key = rest.slice(0, eq).trim();
     const value = rest.slice(eq + 1).trim();
     if (mode === '') {
       const setting = GLOBAL[key];
-      if (!setting) throw invalid(`unknown trace config '${key}'; global settings are ${Object.keys(GLOBAL).join(', ')}`);
+      if (!setting) throw invalidConfig(`unknown trace config '${key}'; global settings are ${Object.keys(GLOBAL).join(', ')}`);
       config.global[setting] = value;
     } else if (mode === 'triton') {
       if (key === 'file') config.file = value;
       else if (key === 'log-frequency') config.global.log_frequency = value;
-      else throw invalid(`unknown trace config 'triton,${key}'; triton settings are file, log-frequency`);
+      else throw invalidConfig(`unknown trace config 'triton,${key}'; triton settings are file, log-frequency`);
     } else if (mode === 'opentelemetry') {
       applyOtel(config.otel, key, value);
     } else {
-      throw invalid(`unknown trace mode '${mode}' in trace config '${entry}'; modes are triton, opentelemetry`);
+      throw invalidConfig(`unknown trace mode '${mode}' in trace config '${entry}'; modes are triton, opentelemetry`);
     }
   }
   return config;
@@ -63,7 +63,7 @@ function applyOtel(otel: OtelSettings, key: string, value: string): void {
       return;
     case 'resource': {
       const eq = value.indexOf('=');
-      if (eq <= 0) throw invalid(`trace config opentelemetry,resource must be <key>=<value>, got '${value}'`);
+      if (eq <= 0) throw invalidConfig(`trace config opentelemetry,resource must be <key>=<value>, got '${value}'`);
       otel.resource[value.slice(0, eq).trim()] = value.slice(eq + 1).trim();
       return;
     }
@@ -77,16 +77,13 @@ function applyOtel(otel: OtelSettings, key: string, value: string): void {
       otel.bspMaxExportBatchSize = positive(key, value);
       return;
     default:
-      throw invalid(`unknown trace config 'opentelemetry,${key}'; opentelemetry settings are url, resource, bsp_max_queue_size, bsp_schedule_delay, bsp_max_export_batch_size`);
+      throw invalidConfig(`unknown trace config 'opentelemetry,${key}'; opentelemetry settings are url, resource, bsp_max_queue_size, bsp_schedule_delay, bsp_max_export_batch_size`);
   }
 }
 
 function positive(key: string, value: string): number {
   const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < 1) throw invalid(`trace config opentelemetry,${key} must be a positive integer, got '${value}'`);
+  if (!Number.isSafeInteger(n) || n < 1) throw invalidConfig(`trace config opentelemetry,${key} must be a positive integer, got '${value}'`);
   return n;
 }
 
-function invalid(message: string): TritonError {
-  return new TritonError('INVALID_CONFIG', message);
-}
