@@ -13,7 +13,7 @@
 #   BASE_IMAGE       image the CPU runtime starts from: Node.js 24 at /usr/local/bin/node (node:24-bookworm-slim)
 #   CUDA_BASE_IMAGE  image the cuda target starts from: CUDA 12 and cuDNN 9 runtime libraries
 #   GPU_PACKAGES     the Vulkan and GL loaders the gpu target installs with apt-get (Debian bookworm's versions)
-#   EXTRA_PACKAGES   more npm packages for the runtime node_modules, e.g. "typescript@5.9.3" for model.ts scripts
+#   EXTRA_PACKAGES   more npm packages for the runtime node_modules: what a --module file or model.ts requires
 # Behind a proxy that re-signs TLS, hand npm its CA bundle as a build secret (never stored in a layer):
 #   podman build --secret id=npm_ca,src=/etc/ssl/certs/ca-certificates.crt ...
 

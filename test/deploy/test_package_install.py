@@ -9,11 +9,21 @@ Installing it then with `npm_config_onnxruntime_node_install=skip` — the setti
 variable npm passes it) and the one the README gives for CPU-only and offline installs — adds only the CPU
 binaries in the npm package, and the same ONNX model then serves and infers.
 
+Every entry point in package.json's `exports` loads, and so does the command line (`npx tstriton --help`). The
+README's Quick start, read from README.md as it stands, is served by the command the README gives for it
+(`npx tstriton serve --module quickstart.ts`), beside a module whose worker instances load a `.ts` file and a
+repository's `model.ts`: each has a decorator and loads with no build step (esbuild, a dependency of the package,
+compiles it), in a project with no `typescript`, with the newest `typescript` the registry has, and with TypeScript 5.
+With each of those two, the Quick start type-checks with `tsc --strict` and `skipLibCheck` off, under standard
+decorators and again under `experimentalDecorators`.
+
 Slow steps (npm pack, npm install) run with generous timeouts and `--prefer-offline`; the package is packed from
 a fresh clone of the repository's HEAD, never built, as a user's `npm pack` of a checkout would be.
 """
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 
@@ -63,6 +73,66 @@ triton.bind({
 });
 export { ModelClient, toPbtxt };
 """
+
+# Beside the Quick start: a module whose worker instances load a .ts file, and a repository model.ts, each decorated.
+WORKERS_TS = """
+import { workers, type Triton } from 'tstriton';
+
+export default function bind(triton: Triton): void {
+  triton.bind({
+    modelName: 'add_one_worker',
+    inferFunc: workers({ module: require.resolve('./add-one.ts') }),
+    inputs: [{ name: 'x', dtype: 'FP32', shape: [-1] }],
+    outputs: [{ name: 'y', dtype: 'FP32', shape: [-1] }],
+    config: { maxBatchSize: 8 },
+  });
+}
+"""
+ADD_ONE_TS = """
+import { tensor, type Tensor } from 'tstriton';
+import { batch } from 'tstriton/decorators';
+
+export default class AddOne {
+  @batch
+  async infer({ x }: Record<string, Tensor>) {
+    return { y: tensor('FP32', x!.shape, (x!.data as Float32Array).map((v) => v + 1)) };
+  }
+}
+"""
+SCALE_MODEL_TS = """
+import { tensor, type Tensor } from 'tstriton';
+import { batch } from 'tstriton/decorators';
+
+export default class Scale {
+  factor = 3;
+
+  @batch
+  async execute({ x }: Record<string, Tensor>) {
+    return { y: tensor('FP32', x!.shape, (x!.data as Float32Array).map((v) => v * this.factor)) };
+  }
+}
+"""
+SCALE_CONFIG = """backend: "tstriton"
+max_batch_size: 8
+input [ { name: "x" data_type: TYPE_FP32 dims: [ -1 ] } ]
+output [ { name: "y" data_type: TYPE_FP32 dims: [ -1 ] } ]
+"""
+# The typescript a user's project may hold: none, the newest the registry has, TypeScript 5.
+TYPESCRIPTS = ["none", "latest", "5"]
+TSC_FLAGS = ["--noEmit", "--strict", "--skipLibCheck", "false", "--target", "es2022", "--module", "nodenext",
+             "--moduleResolution", "nodenext", "--types", "node"]
+
+
+def readme_quick_start():
+    """The README's Quick start, verbatim: the TypeScript block under '## Quick start', and the command after it
+    that serves it (its shell comment left out)."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Quick start"):]
+    section = section[:section.index("\n## ", 1)]
+    code = re.search(r"^```ts[^\n]*\n(.*?)^```", section, re.S | re.M)
+    command = re.search(r"^```(?:bash|sh)[^\n]*\n(.*?)^```", section, re.S | re.M)
+    assert code and command, "README.md's Quick start has a ```ts block and a ```bash block that serves it"
+    return code.group(1), shlex.split(command.group(1), comments=True)
 
 
 def is_npm_setting(name):
@@ -125,6 +195,18 @@ def with_onnxruntime(project, tmp_path_factory):
                     npm_config_onnxruntime_node_install="skip")
     assert installed.returncode == 0, installed.stdout + installed.stderr
     return where
+
+
+@pytest.fixture(scope="module", params=TYPESCRIPTS)
+def with_typescript(project, tmp_path_factory, request):
+    """A copy of the project with `typescript@<param>` (and @types/node) installed, or none: (folder, param)."""
+    where = tmp_path_factory.mktemp(f"user-project-ts-{request.param}") / "project"
+    shutil.copytree(project, where, symlinks=True)
+    if request.param != "none":
+        tools = [f"typescript@{request.param}", f"@types/node@{MANIFEST['devDependencies']['@types/node']}"]
+        installed = npm(["install", *NPM_FLAGS, *tools], cwd=where)
+        assert installed.returncode == 0, installed.stdout + installed.stderr
+    return where, request.param
 
 
 def infer(server, model, name, x, output):
@@ -194,3 +276,68 @@ def test_onnx_serves_once_onnxruntime_is_installed_without_its_cuda_download(wit
         np.testing.assert_array_equal(infer(server, "model", "INPUT0", x, "OUTPUT0"), x)
     finally:
         stop_server(server)
+
+
+def test_every_entry_point_loads(project):
+    """`require` of every subpath package.json exports, in the project with only the production dependencies."""
+    entries = ["tstriton" + name[1:] for name in MANIFEST["exports"] if name != "./package.json"]
+    assert "tstriton" in entries and "tstriton/decorators" in entries and "tstriton/client" in entries
+    script = "for (const e of %s) { const m = require(e); if (Object.keys(m).length === 0) throw new Error(e + ' exports nothing'); }" % json.dumps(entries)
+    run = subprocess.run(["node", "-e", script], cwd=project, env=user_env(), capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_the_command_line_runs(project):
+    run = subprocess.run(["npx", "--no-install", "tstriton", "--help"], cwd=project, env=user_env(), capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "tstriton serve" in run.stdout, run.stdout
+
+
+def test_typescript_models_serve_without_a_build_step(with_typescript, user_shell):
+    """The Quick start served by the README's own command, with a worker instance's .ts module and a repository
+    model.ts beside it: every file decorated, loaded with whichever typescript the project has, or none."""
+    where, typescript = with_typescript
+    assert (where / "node_modules" / "typescript").exists() == (typescript != "none")
+    code, command = readme_quick_start()
+    assert command[:4] == ["npx", "tstriton", "serve", "--module"], command
+    (where / command[4]).write_text(code)
+    (where / "workers.ts").write_text(WORKERS_TS)
+    (where / "add-one.ts").write_text(ADD_ONE_TS)
+    (where / "models" / "scale" / "1").mkdir(parents=True, exist_ok=True)
+    (where / "models" / "scale" / "config.pbtxt").write_text(SCALE_CONFIG)
+    (where / "models" / "scale" / "1" / "model.ts").write_text(SCALE_MODEL_TS)
+    server = start_server(command=["npx", "--no-install", *command[1:], "--module", "workers.ts", "--model-repository", "models"],
+                          cwd=where, env=ports_env(), timeout=120)
+    try:
+        client = httpclient.InferenceServerClient(server.http_url)
+        inputs = []
+        for name in ("a", "b"):
+            tensor = httpclient.InferInput(name, [1, 4], "FP32")
+            tensor.set_data_from_numpy(np.ones((1, 4), np.float32))
+            inputs.append(tensor)
+        np.testing.assert_array_equal(client.infer("add_sub", inputs).as_numpy("add"), np.full((1, 4), 2, np.float32))
+        x = np.array([[1, 2, 3], [-1.5, 0, 41]], np.float32)
+        np.testing.assert_array_equal(infer(server, "add_one_worker", "x", x, "y"), x + 1)
+        np.testing.assert_array_equal(infer(server, "scale", "x", x, "y"), x * 3)
+    finally:
+        stop_server(server)  # npx, signalled with the server, exits on the signal: its code says nothing here
+
+
+@pytest.mark.parametrize("decorators", ["standard", "experimentalDecorators"])
+def test_readme_quick_start_type_checks(with_typescript, decorators):
+    """tsc --strict with skipLibCheck off, under standard decorators (TypeScript's default) and experimentalDecorators."""
+    where, typescript = with_typescript
+    if typescript == "none":
+        pytest.skip("type-checking needs typescript")
+    version = subprocess.run(["npx", "--no-install", "tsc", "--version"], cwd=where, env=user_env(), capture_output=True,
+                             text=True, timeout=120)
+    assert version.returncode == 0, version.stdout + version.stderr
+    if typescript == "5":
+        assert version.stdout.startswith("Version 5."), version.stdout
+    code, _ = readme_quick_start()
+    (where / "quickstart-typed.ts").write_text(code)
+    flags = TSC_FLAGS + (["--experimentalDecorators"] if decorators == "experimentalDecorators" else [])
+    checked = subprocess.run(["npx", "--no-install", "tsc", *flags, "quickstart-typed.ts"], cwd=where, env=user_env(),
+                             capture_output=True, text=True, timeout=300)
+    assert checked.returncode == 0, version.stdout + checked.stdout + checked.stderr
