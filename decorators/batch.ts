@@ -1,5 +1,5 @@
 import { RESPONSE_PARAMETERS, TritonError, type OutputValue, type Request, type Response, type StreamItem } from '../lib';
-import { isAsyncIterable } from '../lib/callable';
+import { isAsyncIterable } from '../lib/callable/callable';
 import { batchInputs, requestRows } from './batch-inputs';
 import { batchContext, totalRows, type BatchContext, type BatchFn, type BatchOutputs, type StreamingBatchFn } from './context';
 import { makeDecorator } from './decorate';

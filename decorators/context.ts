@@ -1,4 +1,4 @@
-import { NEVER_ABORTED } from '../lib/callable-marks';
+import { NEVER_ABORTED } from '../lib/callable/callable-marks';
 import type { InstanceContext, OutputValue, ParameterValue, Request, ResponseParameters, Tensor } from '../lib';
 import type { RESPONSE_PARAMETERS } from '../lib';
 

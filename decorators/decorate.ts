@@ -1,4 +1,4 @@
-import { CALLABLE_MARK, type MarkedCallable } from '../lib/callable-marks';
+import { CALLABLE_MARK, type MarkedCallable } from '../lib/callable/callable-marks';
 import { TritonError, type InstanceContext, type Request, type Response, type Tensor } from '../lib';
 import { isBatchContext, type BatchContext, type BatchFn, type BatchOutputs } from './context';
 

@@ -23,4 +23,4 @@ export type { PadFn, PadMode, PadOptions } from './pad';
 export type { BatchFn, BatchContext, BatchOutputs, TritonContext } from './context';
 export { makeDecorator, makeBatchDecorator } from './decorate';
 export type { Decorator, BatchDecorator, Adapter, BatchTransform, RequestsFn } from './decorate';
-export type { MarkedCallable } from '../lib/callable-marks';
+export type { MarkedCallable } from '../lib/callable/callable-marks';

@@ -1,5 +1,5 @@
 import type { OutputValue, Request, Response, StreamItem, Tensor } from '../lib';
-import { isAsyncIterable } from '../lib/callable';
+import { isAsyncIterable } from '../lib/callable/callable';
 import { requestsContext, type TritonContext } from './context';
 import { makeDecorator } from './decorate';
 

@@ -2,8 +2,8 @@
 // names, and test/unit/public-api.test.ts holds the two together. Everything else is internal.
 
 // The server.
-export { Triton } from './triton';
-export type { RunOptions } from './triton';
+export { Triton } from './triton/triton';
+export type { RunOptions } from './triton/triton';
 export type { BindOptions } from './model/bind-options';
 export type { BoundModel } from './model/bound-model';
 export type { HttpRouter, RouteHandler, RouteRequest, RouteResponse } from './server/http/http-router';
@@ -11,12 +11,12 @@ export { TritonConfig } from './config';
 export type { TritonConfigInit } from './config';
 
 // Callables: what a model receives and returns.
-export type { Request, Response, InferCallable, DecoupledCallable, StreamItem, InferCall, OutputValue, ParameterValue, ResponseParameters, SequenceInfo } from './callable';
-export { RESPONSE_PARAMETERS, withParameters } from './callable';
-export type { InferFunc, LifecycleHooks, InstanceFactory, InstanceTarget } from './infer-func';
-export { instanceFactory } from './infer-func';
-export type { InstanceContext, Device, DeviceKind } from './instance-context';
-export type { CustomMetrics, CustomMetricFamily, CustomMetric, MetricFamilySpec, MetricKind } from './custom-metrics';
+export type { Request, Response, InferCallable, DecoupledCallable, StreamItem, InferCall, OutputValue, ParameterValue, ResponseParameters, SequenceInfo } from './callable/callable';
+export { RESPONSE_PARAMETERS, withParameters } from './callable/callable';
+export type { InferFunc, LifecycleHooks, InstanceFactory, InstanceTarget } from './callable/infer-func';
+export { instanceFactory } from './callable/infer-func';
+export type { InstanceContext, Device, DeviceKind } from './callable/instance-context';
+export type { CustomMetrics, CustomMetricFamily, CustomMetric, MetricFamilySpec, MetricKind } from './callable/custom-metrics';
 export type { ChatTemplate, ChatMessage } from './model/chat-template';
 export type { ScriptModel, ScriptModelArgs } from './repository/script-model';
 
@@ -39,5 +39,5 @@ export { DATA_TYPES } from './tensor/dtype';
 export type { DataType, TensorData } from './tensor/dtype';
 
 // Errors.
-export { TritonError, UnrecoverableError } from './errors';
-export type { ErrorCode } from './errors';
+export { TritonError, UnrecoverableError } from './base/errors';
+export type { ErrorCode } from './base/errors';

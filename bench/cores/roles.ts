@@ -34,8 +34,9 @@ const OURS: readonly [RegExp, Role][] = [
   [/^lib\/server\/front-end\/(front-ends|messages|sync-call)\.js$/, 'core'],
   // What must stay one per server: the entry, models, scheduling, instances (their main-thread side), metrics.
   [/^lib\/server\/(infer-entry|server-core)\.js$/, 'core'],
-  [/^lib\/(model|scheduler|instances|metrics|tracing|bls)\//, 'core'],
-  [/^lib\/(triton|in-flight|cancellation|trace|custom-metrics)\.js$/, 'core'],
+  [/^lib\/(model|scheduler|instances|metrics|tracing|bls|triton)\//, 'core'],
+  [/^lib\/base\/(in-flight|cancellation)\.js$/, 'core'],
+  [/^lib\/callable\/custom-metrics\.js$/, 'core'],
   // The model's own code: decorators and the identity callable.
   [/^(decorators|examples)\//, 'callable'],
   [/^bench\/cores\/identity-worker\.js$/, 'callable'],

@@ -1,11 +1,11 @@
-import { Cancellation } from '../cancellation';
-import type { InferCall } from '../callable';
-import { TritonError, toTritonError } from '../errors';
+import { Cancellation } from '../base/cancellation';
+import type { InferCall } from '../callable/callable';
+import { TritonError, toTritonError } from '../base/errors';
 import type { InferenceRequest, InferenceResponse } from '../model/inference';
 import { refuseDecoupled, type BlsHandler, type Model } from '../model/model';
 import type { ModelRepository } from '../model/model-repository';
 import type { Tensor } from '../tensor/tensor';
-import type { TraceParent } from '../trace';
+import type { TraceParent } from '../tracing/trace';
 import { RemoteModels } from './remote-models';
 
 /**

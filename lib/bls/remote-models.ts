@@ -1,9 +1,9 @@
-import type { InferCall } from '../callable';
+import type { InferCall } from '../callable/callable';
 import { ClientError } from '../client/client-error';
 import { ModelClient } from '../client/model-client';
-import { TritonError, type ErrorCode } from '../errors';
+import { TritonError, type ErrorCode } from '../base/errors';
 import type { Tensor } from '../tensor/tensor';
-import type { TraceParent } from '../trace';
+import type { TraceParent } from '../tracing/trace';
 
 /** Clients for models on other servers, reused across calls (one per URL, model and version). */
 export class RemoteModels {

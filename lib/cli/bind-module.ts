@@ -1,7 +1,7 @@
 import * as path from 'node:path';
-import { TritonError } from '../errors';
+import { TritonError } from '../base/errors';
 import { enableTypeScript, loadExport } from '../instances/worker/load-export';
-import type { Triton } from '../triton';
+import type { Triton } from '../triton/triton';
 
 /** What a `--module` exports: a function that binds models on the server it is given. */
 export type BindModule = (triton: Triton) => void | Promise<void>;

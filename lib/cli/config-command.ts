@@ -1,6 +1,6 @@
 import { formatModelConfigText } from '../config/model-config-text';
 import { envName, TritonConfig, type GpuExecutionProvider } from '../config/triton-config';
-import { Triton, type BindOptions } from '../triton';
+import { Triton, type BindOptions } from '../triton/triton';
 import { usageError, type ParsedArgs } from './flags';
 import { onnxBindings } from './onnx-file';
 

@@ -1,4 +1,4 @@
-import { TritonError } from '../errors';
+import { TritonError } from '../base/errors';
 import { envName, GPU_EXECUTION_PROVIDERS, LOG_FORMATS, LOG_LEVELS, MODEL_CONTROL_MODES, type TritonConfigInit } from '../config/triton-config';
 
 /** The commands of the `tstriton` command line. */

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-import { TritonError } from '../errors';
-import { VERSION } from '../version';
+import { TritonError } from '../base/errors';
+import { VERSION } from '../base/version';
 import { parseArgs, type ParsedArgs } from './flags';
 import { helpText, usageText } from './help';
 

@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import { parseDevice } from '../instances/instance';
 import { onnxModel } from '../onnx/onnx-model';
-import type { BindOptions } from '../triton';
+import type { BindOptions } from '../triton/triton';
 import { usageError, type FlagValue } from './flags';
 
 /**

@@ -1,4 +1,4 @@
-import { Triton } from '../triton';
+import { Triton } from '../triton/triton';
 import { bindModule } from './bind-module';
 import { usageError, type ParsedArgs } from './flags';
 import { onnxBindings } from './onnx-file';

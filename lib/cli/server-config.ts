@@ -3,7 +3,7 @@ import { validateSync } from '../config/class-validator';
 import { envName, LOG_LEVELS, TritonConfig, type LogLevel, type TritonConfigInit } from '../config/triton-config';
 import { FLAGS, usageError, type FlagValue } from './flags';
 import { parseBackendConfig } from '../config/backend-config';
-import { defaultLogFormat } from '../logger';
+import { defaultLogFormat } from '../logging/logger';
 
 /** The log switches Triton has instead of one level, by flag name. */
 const LOG_SWITCHES = ['log-verbose', 'log-info', 'log-warning', 'log-error'] as const;

@@ -1,4 +1,4 @@
-import { GrpcStatus, TritonError, type ErrorCode } from '../errors';
+import { GrpcStatus, TritonError, type ErrorCode } from '../base/errors';
 
 /**
  * An error from `ModelClient`: a code from the error table and, when a server answered, its status —

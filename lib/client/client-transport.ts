@@ -1,4 +1,4 @@
-import type { ParameterValue } from '../callable';
+import type { ParameterValue } from '../callable/callable';
 import type { ModelConfigJson } from '../config/triton-model-config';
 import type { NamedTensor } from '../tensor/named-tensor';
 import type { ModelMetadata } from '../protocol/model-metadata';

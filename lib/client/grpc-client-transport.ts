@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
-import type { ParameterValue } from '../callable';
+import type { ParameterValue } from '../callable/callable';
 import type { ModelConfigJson } from '../config/triton-model-config';
-import { GrpcStatus, TritonError } from '../errors';
+import { GrpcStatus, TritonError } from '../base/errors';
 import type { NamedTensor } from '../tensor/named-tensor';
 import type { ModelMetadata } from '../protocol/model-metadata';
 import { fromInferParameters, toInferParameters } from '../protocol/infer-parameter';

@@ -1,9 +1,9 @@
 import * as http from 'node:http';
 import * as https from 'node:https';
 import type { ClientTlsOptions } from './client-tls';
-import type { ParameterValue } from '../callable';
+import type { ParameterValue } from '../callable/callable';
 import type { ModelConfigJson } from '../config/triton-model-config';
-import { invalidArgument } from '../errors';
+import { invalidArgument } from '../base/errors';
 import type { NamedTensor } from '../tensor/named-tensor';
 import { parametersJson } from '../protocol/infer-parameter';
 import type { ModelMetadata } from '../protocol/model-metadata';

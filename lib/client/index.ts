@@ -2,8 +2,8 @@
 export { ModelClient } from './model-client';
 export type { ModelClientOptions, CallOptions, InferOptions, StreamOptions, StreamResponse, WaitOptions } from './model-client';
 export { ClientError } from './client-error';
-export { RESPONSE_PARAMETERS, parametersOf } from '../callable';
-export type { ResponseParameters } from '../callable';
+export { RESPONSE_PARAMETERS, parametersOf } from '../callable/callable';
+export type { ResponseParameters } from '../callable/callable';
 export type { ClientTlsOptions } from './client-tls';
 export type { InferInput, InferInputs, InputData } from './infer-inputs';
 export { tensor } from '../tensor/tensor';

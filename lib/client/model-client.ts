@@ -1,4 +1,4 @@
-import { RESPONSE_PARAMETERS, type ParameterValue, type ResponseParameters } from '../callable';
+import { RESPONSE_PARAMETERS, type ParameterValue, type ResponseParameters } from '../callable/callable';
 import type { ModelConfigJson } from '../config/triton-model-config';
 import type { ModelMetadata } from '../protocol/model-metadata';
 import type { Tensor } from '../tensor/tensor';

@@ -1,4 +1,4 @@
-import { TritonError } from '../errors';
+import { TritonError } from '../base/errors';
 
 /** What Triton's `--backend-config` settings say to tstriton. */
 export interface BackendSettings {

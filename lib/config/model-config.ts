@@ -11,7 +11,7 @@ import {
   ValidateIf,
   ValidateNested,
 } from './class-validator';
-import { TritonError } from '../errors';
+import { TritonError } from '../base/errors';
 import { DATA_TYPES, type DataType } from '../tensor/dtype';
 import { assignKnown } from './validate';
 import { SequenceBatching, type SequenceBatchingInit } from './sequence-batching';

@@ -1,4 +1,4 @@
-import { TritonError } from '../errors';
+import { TritonError } from '../base/errors';
 import { DTYPES, type DataType } from '../tensor/dtype';
 
 /** What a batch input holds, as Triton's `BatchInput.Kind`. */

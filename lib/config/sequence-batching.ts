@@ -1,4 +1,4 @@
-import { TritonError } from '../errors';
+import { TritonError } from '../base/errors';
 import { DATA_TYPES, DTYPES, type DataType } from '../tensor/dtype';
 import { assignKnown } from './validate';
 

@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import { Enum, MapField, Root, Type, type Field } from 'protobufjs';
-import { TritonError } from '../errors';
+import { TritonError } from '../base/errors';
 import { PROTO_DIR } from '../protocol/protos';
 
 /** Protobuf scalar types as `.proto` files spell them. */

@@ -1,4 +1,4 @@
-import { TritonError } from '../errors';
+import { TritonError } from '../base/errors';
 
 /** What a token of protobuf text format is. */
 export type TokenKind = 'identifier' | 'number' | 'string' | 'symbol' | 'end';

@@ -1,4 +1,4 @@
-import { TritonError } from '../errors';
+import { TritonError } from '../base/errors';
 import { integerProblem, parseInteger, type ScalarSpec } from './text-format-scalars';
 import type { FieldSpec, MessageSpec, ScalarType, ValueSpec } from './text-format-schema';
 

@@ -1,5 +1,5 @@
 import { IsArray, IsBoolean, IsIn, IsInt, IsNumber, IsOptional, IsString, Max, Min } from './class-validator';
-import { TritonError } from '../errors';
+import { TritonError } from '../base/errors';
 import { assignKnown } from './validate';
 
 /** Log levels, least to most verbose. */

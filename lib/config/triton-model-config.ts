@@ -2,7 +2,7 @@ import { DTYPES } from '../tensor/dtype';
 import type { ModelConfig, QueuePolicy } from './model-config';
 import { sequenceBatchingJson } from './sequence-batching';
 import { batchInputJson, batchOutputJson } from './ragged-batching';
-import { TritonError } from '../errors';
+import { TritonError } from '../base/errors';
 import type { NamedTensorSpec } from './tensor-spec';
 
 /** One instance group as the generated config reports it. */

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { validateSync, type ValidationError } from './class-validator';
-import { TritonError } from '../errors';
+import { TritonError } from '../base/errors';
 
 /**
  * Validates a config object (and its nested configs) and throws one INVALID_CONFIG error that lists every

@@ -1,5 +1,5 @@
-import { TritonError } from '../errors';
-import type { InferFunc } from '../infer-func';
+import { TritonError } from '../base/errors';
+import type { InferFunc } from '../callable/infer-func';
 import { InProcessInstance } from './in-process-instance';
 import type { Instance } from './instance';
 import { WorkerInstance } from './worker-instance';

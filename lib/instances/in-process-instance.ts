@@ -1,6 +1,6 @@
-import { TritonError } from '../errors';
-import { type InferCallable, type Request, type Response, type StreamItem, isAsyncIterable } from '../callable';
-import { buildCallable, loadCallable, needsContext, type InstanceTarget, type LoadedCallable } from '../infer-func';
+import { TritonError } from '../base/errors';
+import { type InferCallable, type Request, type Response, type StreamItem, isAsyncIterable } from '../callable/callable';
+import { buildCallable, loadCallable, needsContext, type InstanceTarget, type LoadedCallable } from '../callable/infer-func';
 import { HealthListeners } from './health-listeners';
 import type { Device, HealthEvent, Instance, InstanceContext, InstanceReport } from './instance';
 import { checkResponses, startError } from './instance-errors';

@@ -1,5 +1,5 @@
-import type { Response } from '../callable';
-import { ERROR_CODES, TritonError, UnrecoverableError, type ErrorCode } from '../errors';
+import type { Response } from '../callable/callable';
+import { ERROR_CODES, TritonError, UnrecoverableError, type ErrorCode } from '../base/errors';
 
 /** Checks that a callable answered one response per request; the one check both kinds of instance make. */
 export function checkResponses(responses: unknown, count: number, instance: string): Response[] {

@@ -1,8 +1,8 @@
-import { TritonError } from '../errors';
-import type { Request, Response, StreamItem } from '../callable';
-import type { Device, InstanceContext, InstanceReport } from '../instance-context';
+import { TritonError } from '../base/errors';
+import type { Request, Response, StreamItem } from '../callable/callable';
+import type { Device, InstanceContext, InstanceReport } from '../callable/instance-context';
 
-export type { Device, DeviceKind, InstanceContext, InstanceReport } from '../instance-context';
+export type { Device, DeviceKind, InstanceContext, InstanceReport } from '../callable/instance-context';
 
 /** Executes batches of requests. One batch is one unit of work. */
 export interface Instance {

@@ -1,7 +1,7 @@
 import type { Worker } from 'node:worker_threads';
-import type { Request, Response, StreamItem } from '../callable';
-import { cancellationOf } from '../cancellation';
-import { TritonError } from '../errors';
+import type { Request, Response, StreamItem } from '../callable/callable';
+import { cancellationOf } from '../base/cancellation';
+import { TritonError } from '../base/errors';
 import { checkResponses } from './instance-errors';
 import { decodeResponses, encodeRequests } from './worker/batch-codec';
 import { postWithCopyFallback } from './worker/channel-common';

@@ -1,8 +1,8 @@
 import { extname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type { Request, Response, StreamItem } from '../callable';
-import type { CustomMetric, CustomMetricFamily } from '../custom-metrics';
-import { TritonError, UnrecoverableError } from '../errors';
+import type { Request, Response, StreamItem } from '../callable/callable';
+import type { CustomMetric, CustomMetricFamily } from '../callable/custom-metrics';
+import { TritonError, UnrecoverableError } from '../base/errors';
 import { HealthListeners } from './health-listeners';
 import type { Device, HealthEvent, Instance, InstanceContext, InstanceReport } from './instance';
 import { BatchNotStarted, startError } from './instance-errors';

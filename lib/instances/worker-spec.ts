@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ResourceLimits } from 'node:worker_threads';
-import { invalidConfig } from '../errors';
+import { invalidConfig } from '../base/errors';
 import { parseDevice, type Device } from './instance';
 
 /** Marks the objects `workers()` returns, so that `bind()` tells them from inference objects. */

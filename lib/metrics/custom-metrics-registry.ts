@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { checkFamilySpec, checkLabels, checkUpdate, type CustomMetric, type CustomMetricFamily, type CustomMetrics, type MetricFamilySpec } from '../custom-metrics';
-import { TritonError } from '../errors';
+import { checkFamilySpec, checkLabels, checkUpdate, type CustomMetric, type CustomMetricFamily, type CustomMetrics, type MetricFamilySpec } from '../callable/custom-metrics';
+import { TritonError } from '../base/errors';
 
 type PromMetric = Counter<string> | Gauge<string> | Histogram<string>;
 

@@ -1,4 +1,4 @@
-import { invalidConfig } from '../errors';
+import { invalidConfig } from '../base/errors';
 
 /** One summary quantile and its allowed error, as Triton's `summary_quantiles` lists them. */
 export interface Quantile {

@@ -1,6 +1,6 @@
-import { MESSAGES } from '../errors';
+import { MESSAGES } from '../base/errors';
 import * as http from 'node:http';
-import { listenOn } from '../server/listen';
+import { listenOn } from '../base/listen';
 import { Counter, Gauge, Registry, type Metric, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import type { Model } from '../model/model';
 import type { ModelRepository } from '../model/model-repository';

@@ -1,6 +1,6 @@
 import type { ModelConfig, ModelConfigInit } from '../config/model-config';
 import type { TensorSpec, TensorSpecInit } from '../config/tensor-spec';
-import type { InferFunc } from '../infer-func';
+import type { InferFunc } from '../callable/infer-func';
 import type { OnnxModelSpec } from '../onnx/onnx-model';
 import type { ChatTemplate } from './chat-template';
 import type { EnsembleSpec } from './ensemble-spec';

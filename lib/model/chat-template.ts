@@ -1,4 +1,4 @@
-import { TritonError } from '../errors';
+import { TritonError } from '../base/errors';
 import type { ModelView } from './model-view';
 
 /** One message of a chat, its content reduced to text. */

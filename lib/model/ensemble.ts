@@ -1,6 +1,6 @@
-import type { Request, Response } from '../callable';
+import type { Request, Response } from '../callable/callable';
 import type { NamedTensorSpec } from '../config/tensor-spec';
-import { TritonError } from '../errors';
+import { TritonError } from '../base/errors';
 import type { Device, Instance, InstanceContext } from '../instances/instance';
 import type { DataType } from '../tensor/dtype';
 import type { Tensor } from '../tensor/tensor';

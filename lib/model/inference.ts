@@ -1,7 +1,7 @@
-import type { ParameterValue, ResponseParameters, SequenceInfo } from '../callable';
+import type { ParameterValue, ResponseParameters, SequenceInfo } from '../callable/callable';
 import type { RequestMemory } from '../tensor/buffer-pool';
-import type { Cancellation } from '../cancellation';
-import type { RequestSpan } from '../trace';
+import type { Cancellation } from '../base/cancellation';
+import type { RequestSpan } from '../tracing/trace';
 import type { NamedTensor } from '../tensor/named-tensor';
 
 export type { NamedTensor } from '../tensor/named-tensor';

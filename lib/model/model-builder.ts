@@ -1,14 +1,14 @@
 import { ModelConfig } from '../config/model-config';
 import type { BindOptions } from './bind-options';
-import type { InferFunc } from '../infer-func';
+import type { InferFunc } from '../callable/infer-func';
 import { nameSpecs } from '../config/tensor-spec';
 import { validateOrThrow } from '../config/validate';
-import { TritonError, type UnrecoverableError } from '../errors';
+import { TritonError, type UnrecoverableError } from '../base/errors';
 import { createInstances } from '../instances/create-instances';
 import { isOnnxModelSpec, resolveOnnxBinding } from '../onnx/onnx-model';
 import type { GpuExecutionProvider } from '../config/triton-config';
-import type { Tracer } from '../trace';
-import type { CustomMetrics } from '../custom-metrics';
+import type { Tracer } from '../tracing/trace';
+import type { CustomMetrics } from '../callable/custom-metrics';
 import { attachChatTemplate, compileChatTemplate } from './chat-template';
 import { EnsembleInstance, ensembleSchedulingJson, isEnsembleSpec, planEnsemble } from './ensemble';
 import { Model, type BlsHandler, type LatencyObserverFactory } from './model';

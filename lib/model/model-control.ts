@@ -1,6 +1,6 @@
 import type { TritonConfig } from '../config/triton-config';
-import { TritonError, serverStopping } from '../errors';
-import type { Logger } from '../logger';
+import { TritonError, serverStopping } from '../base/errors';
+import type { Logger } from '../logging/logger';
 import type { Model } from './model';
 import { buildModel, type BindOptions, type BuildContext } from './model-builder';
 import type { ModelRepository } from './model-repository';

@@ -1,4 +1,4 @@
-import { TritonError, tritonError } from '../errors';
+import { TritonError, tritonError } from '../base/errors';
 import type { ModelMetadata } from '../protocol/model-metadata';
 import type { Model } from './model';
 

@@ -1,4 +1,4 @@
-import type { FailureReason } from '../errors';
+import type { FailureReason } from '../base/errors';
 import type { ExecutionRecord, Scheduled } from '../scheduler/scheduler';
 
 export type { FailureReason };

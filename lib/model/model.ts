@@ -1,7 +1,7 @@
-import type { InferCall, Request, Response } from '../callable';
+import type { InferCall, Request, Response } from '../callable/callable';
 import { REQUEST_MEMORY } from '../tensor/buffer-pool';
-import { Cancellation } from '../cancellation';
-import type { CustomMetrics } from '../custom-metrics';
+import { Cancellation } from '../base/cancellation';
+import type { CustomMetrics } from '../callable/custom-metrics';
 import { warmupRequests } from './warmup';
 import { ModelStatistics, type LatencyObserver } from './model-statistics';
 import type { ModelConfigJson, ModelDescription } from '../config/triton-model-config';
@@ -9,7 +9,7 @@ import type { ModelMetadata } from '../protocol/model-metadata';
 import { describeModel, type DescribedModel } from './model-description';
 import type { NamedTensorSpec } from '../config/tensor-spec';
 import type { ModelConfig } from '../config/model-config';
-import { TritonError, UnrecoverableError, failureReason, tritonError } from '../errors';
+import { TritonError, UnrecoverableError, failureReason, tritonError } from '../base/errors';
 import { inService, type HealthEvent, type Instance } from '../instances/instance';
 import { Scheduler, type Scheduled, type SchedulerHooks } from '../scheduler/scheduler';
 import type { RequestScheduler } from '../scheduler/request-scheduler';
@@ -17,11 +17,11 @@ import { SequenceBatcher } from '../scheduler/sequence-batcher';
 import type { Tensor } from '../tensor/tensor';
 import type { InferenceRequest, InferenceResponse, ValidatedOutputs } from './inference';
 import { ResponseCache } from './response-cache';
-import { InFlight } from '../in-flight';
+import { InFlight } from '../base/in-flight';
 import { RequestJob, ScheduledRequest } from './request-job';
 import { RequestValidator } from './request-validation';
 import { ResponseValidator } from './response-validation';
-import type { TraceParent, Tracer } from '../trace';
+import type { TraceParent, Tracer } from '../tracing/trace';
 
 /** Model states, as the repository index reports them. */
 export type ModelState = 'LOADING' | 'READY' | 'UNLOADING' | 'UNAVAILABLE';

@@ -1,10 +1,10 @@
-import { MOVABLE_BUFFER, type Request } from '../callable';
+import { MOVABLE_BUFFER, type Request } from '../callable/callable';
 import { REQUEST_MEMORY, type RequestMemory } from '../tensor/buffer-pool';
-import { CANCELLATION, cancelledError, type Cancellation } from '../cancellation';
-import { TritonError, tritonError } from '../errors';
+import { CANCELLATION, cancelledError, type Cancellation } from '../base/cancellation';
+import { TritonError, tritonError } from '../base/errors';
 import { MAX_TIMER_MS, type QueueTimerOwner } from '../scheduler/priority-queue';
 import type { EnqueueOptions } from '../scheduler/scheduler';
-import type { RequestSpan } from '../trace';
+import type { RequestSpan } from '../tracing/trace';
 import type { InferenceRequest } from './inference';
 
 /** What a job tells when it ends: the model counts the requests it holds. */

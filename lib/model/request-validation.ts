@@ -1,5 +1,5 @@
 import type { NamedTensorSpec } from '../config/tensor-spec';
-import { invalidArgument } from '../errors';
+import { invalidArgument } from '../base/errors';
 import type { Tensor } from '../tensor/tensor';
 import type { InferenceRequest } from './inference';
 

@@ -1,5 +1,5 @@
 import { createHash, type Hash } from 'node:crypto';
-import type { ParameterValue } from '../callable';
+import type { ParameterValue } from '../callable/callable';
 import type { TensorData } from '../tensor/dtype';
 import type { Tensor } from '../tensor/tensor';
 import type { NamedTensor } from './inference';

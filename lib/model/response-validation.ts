@@ -1,6 +1,6 @@
-import { RESPONSE_PARAMETERS, type OutputValue, type Request, type Response, type ResponseParameters } from '../callable';
+import { RESPONSE_PARAMETERS, type OutputValue, type Request, type Response, type ResponseParameters } from '../callable/callable';
 import type { NamedTensorSpec } from '../config/tensor-spec';
-import { TritonError } from '../errors';
+import { TritonError } from '../base/errors';
 import type { TensorData } from '../tensor/dtype';
 import { checkData, elementCount, tensor, type Tensor } from '../tensor/tensor';
 import type { NamedTensor, ValidatedOutputs } from './inference';

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import type { Request } from '../callable';
-import { NEVER_ABORTED } from '../callable-marks';
+import type { Request } from '../callable/callable';
+import { NEVER_ABORTED } from '../callable/callable-marks';
 import type { WarmupSetting } from '../config/model-config';
 import type { NamedTensorSpec } from '../config/tensor-spec';
-import { TritonError } from '../errors';
+import { TritonError } from '../base/errors';
 import { DTYPES, type DataType, type TensorData } from '../tensor/dtype';
 import { elementCount, type Tensor } from '../tensor/tensor';
 

@@ -1,5 +1,5 @@
 // The one place that loads onnxruntime-node: an optional peer dependency, needed only to serve ONNX models.
-import { TritonError } from '../errors';
+import { TritonError } from '../base/errors';
 
 /** The onnxruntime-node module (types only: this file's declarations are not part of the public API). */
 export type OrtModule = typeof import('onnxruntime-node');

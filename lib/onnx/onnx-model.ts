@@ -2,7 +2,7 @@ import { availableParallelism } from 'node:os';
 import * as path from 'node:path';
 import { ModelConfig, type ModelConfigInit } from '../config/model-config';
 import type { TensorSpecInit } from '../config/tensor-spec';
-import { TritonError } from '../errors';
+import { TritonError } from '../base/errors';
 import { parseDevice, type Device } from '../instances/instance';
 import { workers, type WorkerOptions, type WorkerSpec } from '../instances/worker-spec';
 import { GPU_EXECUTION_PROVIDERS, type GpuExecutionProvider } from '../config/triton-config';

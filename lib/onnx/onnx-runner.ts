@@ -1,7 +1,7 @@
 import type * as ort from 'onnxruntime-node';
-import type { Request, Response } from '../callable';
+import type { Request, Response } from '../callable/callable';
 import type { GpuExecutionProvider } from '../config/triton-config';
-import { TritonError, invalidArgument } from '../errors';
+import { TritonError, invalidArgument } from '../base/errors';
 import type { Device } from '../instances/instance';
 import { DTYPES, type DataType, type TensorData } from '../tensor/dtype';
 import { concatBatch, sliceBatch, type Tensor } from '../tensor/tensor';

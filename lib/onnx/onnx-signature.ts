@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as protobuf from 'protobufjs';
-import { TritonError } from '../errors';
+import { TritonError } from '../base/errors';
 import { fromOnnxEnum, type DataType } from '../tensor/dtype';
 
 /**

@@ -1,6 +1,6 @@
 // The module each ONNX worker thread loads: one onnxruntime session per instance, created once.
-import type { Request } from '../callable';
-import { instanceFactory } from '../infer-func';
+import type { Request } from '../callable/callable';
+import { instanceFactory } from '../callable/infer-func';
 import { OnnxRunner, type OnnxRunnerSettings } from './onnx-runner';
 
 export default instanceFactory(async (context) => {

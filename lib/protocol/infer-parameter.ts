@@ -1,4 +1,4 @@
-import { TritonError } from '../errors';
+import { TritonError } from '../base/errors';
 import type { InferParameterMap, InferParameterMessage, Int64 } from './messages';
 
 /** A request parameter value (string, integer, boolean or double; 64-bit integers as BigInt). */

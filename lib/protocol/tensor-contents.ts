@@ -1,4 +1,4 @@
-import { TritonError } from '../errors';
+import { TritonError } from '../base/errors';
 import { DTYPES, type DataType, type TensorData } from '../tensor/dtype';
 import { elementCount } from '../tensor/tensor';
 import type { InferTensorContentsMessage, Int64 } from './messages';

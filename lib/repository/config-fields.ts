@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import { TritonError } from '../errors';
+import { TritonError } from '../base/errors';
 
 /**
  * Reads the fields of one message of a model config and refuses what tstriton cannot honour: every field is

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { TritonError } from '../errors';
+import { TritonError } from '../base/errors';
 
 /** One model's folder in a repository, as read from disk: its config text and its numeric version folders. */
 export interface ModelFolder {

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import type { DynamicBatcherInit, ModelConfigInit, QueuePolicyInit, WarmupSettingInit } from '../config/model-config';
 import type { TensorSpecInit } from '../config/tensor-spec';
 import type { ModelConfigJson } from '../config/triton-model-config';
-import { TritonError } from '../errors';
+import { TritonError } from '../base/errors';
 import type { BuildOptions } from '../model/model-builder';
 import type { EnsembleStep } from '../model/ensemble';
 import { ensemble } from '../model/ensemble';

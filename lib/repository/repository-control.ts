@@ -5,15 +5,15 @@ import { isDeepStrictEqual } from 'node:util';
 import { parseModelConfigText } from '../config/model-config-text';
 import type { TritonConfig } from '../config/triton-config';
 import type { ModelConfigJson } from '../config/triton-model-config';
-import { TritonError } from '../errors';
-import type { Logger } from '../logger';
+import { TritonError } from '../base/errors';
+import type { Logger } from '../logging/logger';
 import type { Model } from '../model/model';
 import { buildModel, type BuildContext } from '../model/model-builder';
 import type { LoadOverride, RepositoryIndexEntry } from '../model/model-control';
 import { readModelFolder, scanRepositories, type ModelFolder } from './model-folder';
 import { isModelName, isRelativeFilePath, refuseModelName } from './repository-paths';
 import { repositoryModel, type RepositoryModel } from './repository-binding';
-import { loadWithProgress, logLoadFailed } from '../start-report';
+import { loadWithProgress, logLoadFailed } from './start-report';
 
 /** What was last loaded for a model name, to tell what changed. */
 interface LoadedState {

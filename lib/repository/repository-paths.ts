@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { TritonError } from '../errors';
+import { TritonError } from '../base/errors';
 
 /**
  * True when `name` can name a model folder: one path segment, so that `<repository>/<name>` stays inside the

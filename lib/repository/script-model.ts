@@ -1,9 +1,9 @@
 import * as path from 'node:path';
-import type { Request, Response } from '../callable';
-import { isMarkedCallable } from '../callable-marks';
-import { TritonError } from '../errors';
-import { instanceFactory, isClass, resolveCallable, type InstanceFactory } from '../infer-func';
-import type { InstanceContext } from '../instance-context';
+import type { Request, Response } from '../callable/callable';
+import { isMarkedCallable } from '../callable/callable-marks';
+import { TritonError } from '../base/errors';
+import { instanceFactory, isClass, resolveCallable, type InstanceFactory } from '../callable/infer-func';
+import type { InstanceContext } from '../callable/instance-context';
 import { enableTypeScript, loadExport } from '../instances/worker/load-export';
 
 /** What a repository script model's `initialize(args)` receives: the instance's context and where its files are. */

@@ -1,4 +1,4 @@
-import { TritonError } from '../errors';
+import { TritonError } from '../base/errors';
 
 /** Triton's `version_policy`: which of a model's version folders are served. */
 export type VersionPolicy = { latest: { num_versions: number } } | { all: Record<string, never> } | { specific: { versions: number[] } };

@@ -1,5 +1,5 @@
-import { TritonError, toTritonError, tritonError } from '../errors';
-import type { Request, Response } from '../callable';
+import { TritonError, toTritonError, tritonError } from '../base/errors';
+import type { Request, Response } from '../callable/callable';
 import type { Instance } from '../instances/instance';
 import { BatchNotStarted } from '../instances/instance-errors';
 import { executeOn, type ExecutionRecord } from './execution-record';

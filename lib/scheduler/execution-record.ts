@@ -1,4 +1,4 @@
-import type { Request, Response } from '../callable';
+import type { Request, Response } from '../callable/callable';
 import type { Instance } from '../instances/instance';
 
 /** A request's result together with where its time went. */

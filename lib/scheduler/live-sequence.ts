@@ -1,5 +1,5 @@
-import type { Request, SequenceInfo } from '../callable';
-import type { Cancellable, Cancellation } from '../cancellation';
+import type { Request, SequenceInfo } from '../callable/callable';
+import type { Cancellable, Cancellation } from '../base/cancellation';
 import type { Scheduled } from './execution-record';
 import type { StateTensors } from './sequence-tensors';
 import type { Slot } from './sequence-slots';

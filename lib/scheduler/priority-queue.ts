@@ -1,6 +1,6 @@
-import type { Cancellation } from '../cancellation';
-import { tritonError } from '../errors';
-import type { Request } from '../callable';
+import type { Cancellation } from '../base/cancellation';
+import { tritonError } from '../base/errors';
+import type { Request } from '../callable/callable';
 
 /**
  * The longest delay setTimeout keeps (about 24.8 days); a longer one fires at once. A timeout beyond it is no

@@ -1,6 +1,6 @@
-import type { TritonError } from '../errors';
-import type { Request, Response } from '../callable';
-import type { Cancellable } from '../cancellation';
+import type { TritonError } from '../base/errors';
+import type { Request, Response } from '../callable/callable';
+import type { Cancellable } from '../base/cancellation';
 import type { Instance } from '../instances/instance';
 import type { ExecutionRecord, Scheduled } from './execution-record';
 import type { QueueTimerOwner } from './priority-queue';

@@ -1,5 +1,5 @@
-import { requestCancelled, TritonError, tritonError } from '../errors';
-import type { Request, Response } from '../callable';
+import { requestCancelled, TritonError, tritonError } from '../base/errors';
+import type { Request, Response } from '../callable/callable';
 import { inService, type Instance } from '../instances/instance';
 import { PriorityQueue, type QueuePolicyOptions, type Pending } from './priority-queue';
 import { ResponseStream } from './response-stream';
@@ -7,7 +7,7 @@ import { runStreamBatch } from './stream-execution';
 import type { ExecutionRecord, Scheduled } from './execution-record';
 import { ExecutionLoop, ms2ns, now, type Executed } from './execution-loop';
 import type { EnqueueOptions, Finalize, RequestScheduler, SchedulerHooks } from './request-scheduler';
-import { CANCELLATION, cancelledError, type Cancellable } from '../cancellation';
+import { CANCELLATION, cancelledError, type Cancellable } from '../base/cancellation';
 
 export type { ExecutionRecord, Scheduled } from './execution-record';
 export type { EnqueueOptions, Finalize, SchedulerHooks } from './request-scheduler';

@@ -1,8 +1,8 @@
-import { TritonError } from '../errors';
-import type { Request, Response } from '../callable';
+import { TritonError } from '../base/errors';
+import type { Request, Response } from '../callable/callable';
 import type { SequenceBatching } from '../config/sequence-batching';
 import { inService, type Instance } from '../instances/instance';
-import { CANCELLATION, cancelledError, type Cancellable } from '../cancellation';
+import { CANCELLATION, cancelledError, type Cancellable } from '../base/cancellation';
 import type { Tensor } from '../tensor/tensor';
 import type { Scheduled } from './execution-record';
 import { ExecutionLoop, ms2ns, now, type Executed } from './execution-loop';

@@ -1,4 +1,4 @@
-import type { Request, Response, SequenceInfo } from '../callable';
+import type { Request, Response, SequenceInfo } from '../callable/callable';
 import type { SequenceBatching } from '../config/sequence-batching';
 import { SEQUENCE_STATE, type SequenceStateMark } from '../instances/sequence-state-mark';
 import type { Tensor } from '../tensor/tensor';

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
-import type { SequenceInfo } from '../callable';
+import type { SequenceInfo } from '../callable/callable';
 import type { SequenceBatching, SequenceControlInit, SequenceStateInit } from '../config/sequence-batching';
-import { TritonError } from '../errors';
+import { TritonError } from '../base/errors';
 import { DTYPES, type DataType, type TensorData } from '../tensor/dtype';
 import { elementCount, type Tensor } from '../tensor/tensor';
 

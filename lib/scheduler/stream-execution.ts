@@ -1,5 +1,5 @@
-import { TritonError, toTritonError } from '../errors';
-import type { Request, Response, StreamItem } from '../callable';
+import { TritonError, toTritonError } from '../base/errors';
+import type { Request, Response, StreamItem } from '../callable/callable';
 import type { Instance } from '../instances/instance';
 import type { Pending } from './priority-queue';
 import type { ResponseStream } from './response-stream';

@@ -1,5 +1,5 @@
 /** Parameters of the classification and model repository extensions, read the same way by both transports. */
-import { TritonError, invalidArgument } from '../errors';
+import { TritonError, invalidArgument } from '../base/errors';
 import type { ModelView } from '../model/model-view';
 import type { LoadOverride } from '../model/model-control';
 import type { Classification } from '../tensor/classification';

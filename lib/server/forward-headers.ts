@@ -1,4 +1,4 @@
-import { TritonError } from '../errors';
+import { TritonError } from '../base/errors';
 
 /**
  * Compiles a header forward pattern (Triton's `--http-header-forward-pattern`); the pattern is matched against

@@ -1,6 +1,6 @@
-import type { TritonError } from '../errors';
-import type { InFlight } from '../in-flight';
-import type { Logger } from '../logger';
+import type { TritonError } from '../base/errors';
+import type { InFlight } from '../base/in-flight';
+import type { Logger } from '../logging/logger';
 import type { InferenceRequest, InferenceResponse } from '../model/inference';
 import { refuseDecoupled, type Model } from '../model/model';
 import type { ModelRepository } from '../model/model-repository';

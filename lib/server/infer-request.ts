@@ -1,4 +1,4 @@
-import { TritonError, invalidArgument } from '../errors';
+import { TritonError, invalidArgument } from '../base/errors';
 import type { ModelView } from '../model/model-view';
 import { decodeBinary } from '../tensor/binary-codec';
 import { classify, type Classification } from '../tensor/classification';

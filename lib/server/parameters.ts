@@ -1,5 +1,5 @@
-import type { ParameterValue, SequenceInfo } from '../callable';
-import { invalidArgument } from '../errors';
+import type { ParameterValue, SequenceInfo } from '../callable/callable';
+import { invalidArgument } from '../base/errors';
 import { describeValue, setEntry } from '../tensor/wire-value';
 
 /** Request parameters split into the reserved ones the server acts on and the custom ones for the model. */

@@ -1,4 +1,4 @@
-import { TritonError } from '../errors';
+import { TritonError } from '../base/errors';
 import type { InferenceResponse } from '../model/inference';
 import type { InferCall } from './infer-entry';
 import type { ServerCore } from './server-core';

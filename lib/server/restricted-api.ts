@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import { TritonError, invalidConfig } from '../errors';
+import { TritonError, invalidConfig } from '../base/errors';
 
 /** Triton's API groups, as `--http-restricted-api` and `--grpc-restricted-protocol` name them. */
 export const API_GROUPS = ['health', 'metadata', 'inference', 'shared-memory', 'model-config', 'model-repository', 'statistics', 'trace', 'logging'] as const;

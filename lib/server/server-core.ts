@@ -5,8 +5,8 @@ import type { LoadOverride, RepositoryIndexEntry } from '../model/model-control'
 export type { RepositoryIndexEntry };
 import type { SharedMemoryManager } from './shared-memory';
 import type { BufferPool } from '../tensor/buffer-pool';
-import type { LogSettings } from '../log-settings';
-import type { TraceSettings } from '../trace';
+import type { LogSettings } from '../logging/log-settings';
+import type { TraceSettings } from '../tracing/trace';
 import type { InferCall, ResponseSink } from './infer-entry';
 
 /** Server metadata, as `GET /v2` and gRPC ServerMetadata return it. */

@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { TritonError, invalidArgument, tritonError } from '../errors';
+import { TritonError, invalidArgument, tritonError } from '../base/errors';
 
 /** Where POSIX shared-memory objects live on Linux: `shm_open("/k")` is the file `/dev/shm/k`. */
 export const SHM_DIR = '/dev/shm';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
 import type { TritonConfig } from '../config/triton-config';
-import { TritonError } from '../errors';
+import { TritonError } from '../base/errors';
 
 /** The PEM material an endpoint serves TLS with, read and checked at `new Triton()`. */
 export interface ServerTlsMaterial {

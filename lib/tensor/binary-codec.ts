@@ -1,4 +1,4 @@
-import { invalidArgument } from '../errors';
+import { invalidArgument } from '../base/errors';
 import { DTYPES, type DataType, type TensorData } from './dtype';
 import { elementCount, type Tensor } from './tensor';
 

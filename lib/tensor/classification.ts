@@ -1,4 +1,4 @@
-import { invalidArgument } from '../errors';
+import { invalidArgument } from '../base/errors';
 import type { Tensor } from './tensor';
 
 /** How one output is answered as classifications. */

@@ -1,4 +1,4 @@
-import { TritonError, invalidArgument } from '../errors';
+import { TritonError, invalidArgument } from '../base/errors';
 import { DTYPES, type DataType, type TensorData } from './dtype';
 import { float32Text, MAX_FLOAT32_TEXT, writeFloat32 } from './float32-text';
 import { JsonFloats } from './lossless-json';

@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import { TritonError, invalidArgument } from '../errors';
+import { TritonError, invalidArgument } from '../base/errors';
 import { literalFloat32, literalFloat64, literalValue, scanNumber } from './json-number';
 import { setEntry } from './wire-value';
 

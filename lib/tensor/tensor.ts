@@ -1,4 +1,4 @@
-import { TritonError, invalidArgument } from '../errors';
+import { TritonError, invalidArgument } from '../base/errors';
 import { batchMemory } from './buffer-pool';
 import { DTYPES, type DataType, type TensorData } from './dtype';
 

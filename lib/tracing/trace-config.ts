@@ -1,4 +1,4 @@
-import { invalidConfig } from '../errors';
+import { invalidConfig } from '../base/errors';
 
 /** OpenTelemetry exporter settings (`--trace-config opentelemetry,<setting>=<value>`); unset ones come from `OTEL_*`. */
 export interface OtelSettings {

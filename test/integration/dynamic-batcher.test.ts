@@ -1,4 +1,4 @@
-import { Cancellation } from '../../lib/cancellation';
+import { Cancellation } from '../../lib/base/cancellation';
 import { Triton, type ModelConfigInit, type Request } from '../../lib';
 
 /** A server with one model whose executions are logged and can be held at will. */

@@ -39,7 +39,7 @@ const FILES: Record<string, string> = {
 `,
   'standard/models.ts': `
 import { tensor, workers, type Tensor } from ${LIB};
-import type { Triton } from ${JSON.stringify(join(ROOT, 'lib/triton'))};
+import type { Triton } from ${JSON.stringify(join(ROOT, 'lib/triton/triton'))};
 import { batch } from ${DECORATORS};
 ${SCALED}
 class AddOne {

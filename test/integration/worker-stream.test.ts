@@ -1,4 +1,4 @@
-import { Cancellation } from '../../lib/cancellation';
+import { Cancellation } from '../../lib/base/cancellation';
 import * as path from 'node:path';
 import { Triton, workers } from '../../lib';
 import { track } from '../helpers/resources';

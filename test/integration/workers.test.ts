@@ -1,9 +1,9 @@
 import { join } from 'node:path';
 import { BroadcastChannel, threadId } from 'node:worker_threads';
-import type { Request, Response } from '../../lib/callable';
-import { NEVER_ABORTED } from '../../lib/callable-marks';
-import { Cancellation, CANCELLATION } from '../../lib/cancellation';
-import { TritonError, UnrecoverableError } from '../../lib/errors';
+import type { Request, Response } from '../../lib/callable/callable';
+import { NEVER_ABORTED } from '../../lib/callable/callable-marks';
+import { Cancellation, CANCELLATION } from '../../lib/base/cancellation';
+import { TritonError, UnrecoverableError } from '../../lib/base/errors';
 import type { Device, HealthEvent, Instance, InstanceContext } from '../../lib/instances/instance';
 import { WorkerInstance } from '../../lib/instances/worker-instance';
 import { BatchNotStarted } from '../../lib/instances/instance-errors';

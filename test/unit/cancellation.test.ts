@@ -1,5 +1,5 @@
-import { Cancellation } from '../../lib/cancellation';
-import { TritonError } from '../../lib/errors';
+import { Cancellation } from '../../lib/base/cancellation';
+import { TritonError } from '../../lib/base/errors';
 
 describe('Cancellation', () => {
   it('calls each listener once on abort, not one that was removed, and at once when already aborted', () => {

@@ -1,4 +1,4 @@
-import { checkFamilySpec, checkLabels, checkUpdate, type MetricFamilySpec } from '../../lib/custom-metrics';
+import { checkFamilySpec, checkLabels, checkUpdate, type MetricFamilySpec } from '../../lib/callable/custom-metrics';
 
 const counter: MetricFamilySpec = { name: 'tokens_total', description: 'Tokens', kind: 'counter', labels: ['stage'] };
 

@@ -1,5 +1,5 @@
 import pino from 'pino';
-import { logSettingsOf, updateLogSettings } from '../../lib/log-settings';
+import { logSettingsOf, updateLogSettings } from '../../lib/logging/log-settings';
 
 const logger = (level: string) => pino({ level }, { write: () => {} });
 

@@ -2,9 +2,9 @@ import pino from 'pino';
 import { parseArgs } from '../../lib/cli/flags';
 import { serverConfig } from '../../lib/cli/server-config';
 import { parseBackendConfig } from '../../lib/config/backend-config';
-import { createLogger, defaultLogFormat, logFormatOf, plainLine } from '../../lib/logger';
-import { logSettingsOf, updateLogSettings } from '../../lib/log-settings';
-import { eachAtMost, modelTable } from '../../lib/start-report';
+import { createLogger, defaultLogFormat, logFormatOf, plainLine } from '../../lib/logging/logger';
+import { logSettingsOf, updateLogSettings } from '../../lib/logging/log-settings';
+import { eachAtMost, modelTable } from '../../lib/repository/start-report';
 
 describe('--backend-config', () => {
   it.each<[string | undefined, number]>([

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { Tracer } from '../../lib/trace';
+import { Tracer } from '../../lib/tracing/trace';
 
 const scheduled = { value: undefined, queueNs: 1000, computeInputNs: 2000, computeInferNs: 3000, computeOutputNs: 4000, batchRows: 1 };
 

@@ -1,10 +1,10 @@
 /** Encodes a batch's requests for the worker and its responses for the main thread, one message each way. */
-import { parametersOf, RESPONSE_PARAMETERS, type ParameterValue, type Request, type ResponseParameters, type SequenceInfo } from '../../callable';
-import { Cancellation, cancellationOf } from '../../cancellation';
+import { parametersOf, RESPONSE_PARAMETERS, type ParameterValue, type Request, type ResponseParameters, type SequenceInfo } from '../../callable/callable';
+import { Cancellation, cancellationOf } from '../../base/cancellation';
 import type { Tensor } from '../../tensor/tensor';
-import { MOVABLE_BUFFER } from '../../callable';
+import { MOVABLE_BUFFER } from '../../callable/callable';
 import { SEQUENCE_STATE, sequenceStateOf, type SequenceStateMark } from '../sequence-state-mark';
-import { NEVER_ABORTED } from '../../callable-marks';
+import { NEVER_ABORTED } from '../../callable/callable-marks';
 import { decodeColumns, encodeColumns, TransferList } from './columns';
 import { deserializeError, serializeError } from './error-transfer';
 import type { WireBatch, WireResult } from './messages';

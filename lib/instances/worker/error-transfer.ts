@@ -1,4 +1,4 @@
-import { ERROR_CODES, TritonError, UnrecoverableError, type ErrorCode } from '../../errors';
+import { ERROR_CODES, TritonError, UnrecoverableError, type ErrorCode } from '../../base/errors';
 
 /** An error as it crosses between threads: structured clone keeps neither its class nor its `code`. */
 export interface WireError {

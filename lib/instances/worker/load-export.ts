@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import { statSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { TritonError } from '../../errors';
+import { TritonError } from '../../base/errors';
 
 // Under CommonJS, TypeScript compiles `import()` to `require()`, which cannot load an ES module.
 const importModule = new Function('specifier', 'return import(specifier)') as (specifier: string) => Promise<unknown>;

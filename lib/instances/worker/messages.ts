@@ -2,9 +2,9 @@
  * The protocol between a WorkerInstance (main thread) and its worker thread: one message per batch each way,
  * plus abort notices. Tensor data rides in the same message, its buffers in the transfer list.
  */
-import type { ParameterValue, ResponseParameters, SequenceInfo } from '../../callable';
-import type { InstanceContext, InstanceReport } from '../../instance-context';
-import type { MetricFamilySpec, MetricUpdate } from '../../custom-metrics';
+import type { ParameterValue, ResponseParameters, SequenceInfo } from '../../callable/callable';
+import type { InstanceContext, InstanceReport } from '../../callable/instance-context';
+import type { MetricFamilySpec, MetricUpdate } from '../../callable/custom-metrics';
 import type { WireError } from './error-transfer';
 import type { SequenceStateMark } from '../sequence-state-mark';
 import type { Column } from './columns';

@@ -1,6 +1,6 @@
 import type { MessagePort } from 'node:worker_threads';
-import type { InferCall, Request, StreamItem } from '../../callable';
-import type { Cancellation } from '../../cancellation';
+import type { InferCall, Request, StreamItem } from '../../callable/callable';
+import type { Cancellation } from '../../base/cancellation';
 import type { Tensor } from '../../tensor/tensor';
 import { decodeRequests, encodeResponses } from './batch-codec';
 import { postWithCopyFallback, STREAM_WINDOW } from './channel-common';

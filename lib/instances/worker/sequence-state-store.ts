@@ -3,8 +3,8 @@
  * request's state is put into its inputs before the callable runs and taken from its outputs after, so it
  * never crosses to the main thread between requests. Freed when the main thread says a sequence ended.
  */
-import type { Request } from '../../callable';
-import { TritonError } from '../../errors';
+import type { Request } from '../../callable/callable';
+import { TritonError } from '../../base/errors';
 import { DTYPES, type DataType, type TensorData } from '../../tensor/dtype';
 import type { Tensor } from '../../tensor/tensor';
 import { sequenceStateOf } from '../sequence-state-mark';

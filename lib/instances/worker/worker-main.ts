@@ -5,8 +5,8 @@
  * over its ParentChannel.
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
-import { type Request, type Response, type StreamItem, isAsyncIterable } from '../../callable';
-import { buildCallable, type LoadedCallable } from '../../infer-func';
+import { type Request, type Response, type StreamItem, isAsyncIterable } from '../../callable/callable';
+import { buildCallable, type LoadedCallable } from '../../callable/infer-func';
 import { serializeError } from './error-transfer';
 import { enableTypeScript, loadExport } from './load-export';
 import type { WorkerInit } from './messages';
@@ -14,7 +14,7 @@ import { ParentChannel } from './parent-channel';
 import { WorkerMetrics } from './worker-metrics';
 import { SequenceStateStore } from './sequence-state-store';
 import { sequenceStateOf } from '../sequence-state-mark';
-import type { InstanceContext, InstanceReport } from '../../instance-context';
+import type { InstanceContext, InstanceReport } from '../../callable/instance-context';
 
 
 async function main(port: MessagePort, init: WorkerInit): Promise<void> {

@@ -1,5 +1,5 @@
-import { checkFamilySpec, checkLabels, checkUpdate, type CustomMetricFamily, type CustomMetrics, type MetricFamilySpec } from '../../custom-metrics';
-import { TritonError } from '../../errors';
+import { checkFamilySpec, checkLabels, checkUpdate, type CustomMetricFamily, type CustomMetrics, type MetricFamilySpec } from '../../callable/custom-metrics';
+import { TritonError } from '../../base/errors';
 import type { FromWorker } from './messages';
 
 /**

@@ -1,7 +1,7 @@
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { TritonConfig, type TritonConfigInit } from '../../config/triton-config';
-import { TritonError } from '../../errors';
-import { createLogger } from '../../logger';
+import { TritonError } from '../../base/errors';
+import { createLogger } from '../../logging/logger';
 import { GrpcServer } from '../grpc/grpc-server';
 import { HttpServer } from '../http/http-server';
 import type { FromFrontEnd, Phase, Ports, ToFrontEnd } from './messages';

@@ -1,5 +1,5 @@
 import { isMarkedAsUntransferable } from 'node:worker_threads';
-import type { Cancellation } from '../../cancellation';
+import type { Cancellation } from '../../base/cancellation';
 import type { InferenceRequest, InferenceResponse } from '../../model/inference';
 import type { NamedTensor } from '../../model/inference';
 import { DTYPES } from '../../tensor/dtype';

@@ -1,13 +1,13 @@
 import type { MessagePort } from 'node:worker_threads';
-import { Cancellation } from '../../cancellation';
+import { Cancellation } from '../../base/cancellation';
 import type { TritonConfig } from '../../config/triton-config';
-import { updateLogSettings, type LogSettings } from '../../log-settings';
-import type { Logger } from '../../logger';
+import { updateLogSettings, type LogSettings } from '../../logging/log-settings';
+import type { Logger } from '../../logging/logger';
 import type { InferenceRequest, InferenceResponse } from '../../model/inference';
 import type { LoadOverride } from '../../model/model-control';
 import { refuseDecoupled } from '../../model/model';
 import { BufferPool, type BufferLease } from '../../tensor/buffer-pool';
-import type { TraceSettings } from '../../trace';
+import type { TraceSettings } from '../../tracing/trace';
 import { headerMatcher } from '../forward-headers';
 import type { InferCall, ResponseSink } from '../infer-entry';
 import type { RepositoryIndexEntry, ServerCore, ServerMetadata } from '../server-core';

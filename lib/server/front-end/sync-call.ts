@@ -1,5 +1,5 @@
 import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
-import { TritonError, toTritonError, type ErrorCode } from '../../errors';
+import { TritonError, toTritonError, type ErrorCode } from '../../base/errors';
 
 /** A TritonError as it crosses threads. */
 export interface PackedError {

@@ -1,5 +1,5 @@
 import type * as http2 from 'node:http2';
-import { GrpcStatus } from '../../errors';
+import { GrpcStatus } from '../../base/errors';
 import type { GrpcCallStatus } from './grpc-status';
 
 /** A metadata value: text, or bytes for a key ending in `-bin`. */

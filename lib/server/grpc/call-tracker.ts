@@ -1,4 +1,4 @@
-import type { TritonError } from '../../errors';
+import type { TritonError } from '../../base/errors';
 
 /** A call in progress that a forced close may have to end. */
 export interface TrackedCall {

@@ -1,5 +1,5 @@
 import type * as http2 from 'node:http2';
-import { GrpcStatus } from '../../errors';
+import { GrpcStatus } from '../../base/errors';
 import { RequestMemory, type BufferLease, type BufferPool } from '../../tensor/buffer-pool';
 import type { CallHeaders } from './call-headers';
 import { statusOf } from './grpc-status';

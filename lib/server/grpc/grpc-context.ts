@@ -1,4 +1,4 @@
-import { TritonError, serverStopping } from '../../errors';
+import { TritonError, serverStopping } from '../../base/errors';
 import type { ServerCore } from '../server-core';
 import type { CallTracker } from './call-tracker';
 

@@ -1,6 +1,6 @@
 import * as http2 from 'node:http2';
 import type { TLSSocket } from 'node:tls';
-import { TritonError } from '../../errors';
+import { TritonError } from '../../base/errors';
 import type { ServerTlsMaterial } from '../tls';
 
 /** The largest window HTTP/2 allows (RFC 9113, 6.9.1). */

@@ -1,5 +1,5 @@
 import type * as http2 from 'node:http2';
-import { GrpcStatus, TritonError } from '../../errors';
+import { GrpcStatus, TritonError } from '../../base/errors';
 import { parseCallHeaders } from './call-headers';
 import { DirectUnaryCall, type DirectUnaryMethod, type UnaryHandler } from './direct-unary';
 import { framed, respondWithStatus, type CallLimits, type FramedMessage } from './server-call';

@@ -1,6 +1,6 @@
 import { headerMatcher } from '../forward-headers';
-import { tritonError } from '../../errors';
-import type { Logger } from '../../logger';
+import { tritonError } from '../../base/errors';
+import type { Logger } from '../../logging/logger';
 import type { ServerCore, Transport } from '../server-core';
 import { serverTlsMaterial } from '../tls';
 import { CallTracker } from './call-tracker';

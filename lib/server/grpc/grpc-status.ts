@@ -1,4 +1,4 @@
-import { GrpcStatus, toTritonError, type TritonError } from '../../errors';
+import { GrpcStatus, toTritonError, type TritonError } from '../../base/errors';
 
 /** How a call ends: a gRPC status code and its message (the `grpc-status` and `grpc-message` trailers). */
 export interface GrpcCallStatus {

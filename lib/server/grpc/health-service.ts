@@ -1,5 +1,5 @@
 import type { ServerUnaryCall, ServerWritableStream, UntypedServiceImplementation, sendUnaryData } from '@grpc/grpc-js';
-import { TritonError } from '../../errors';
+import { TritonError } from '../../base/errors';
 import type { GrpcContext } from './grpc-context';
 import { toGrpcStatus } from './grpc-status';
 import type { HealthCheckResponseMessage } from '../../protocol/messages';

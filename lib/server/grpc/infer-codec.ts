@@ -1,6 +1,6 @@
-import type { Cancellation } from '../../cancellation';
+import type { Cancellation } from '../../base/cancellation';
 import type { RequestMemory } from '../../tensor/buffer-pool';
-import { toTritonError, invalidArgument } from '../../errors';
+import { toTritonError, invalidArgument } from '../../base/errors';
 import type { InferenceRequest, InferenceResponse, NamedTensor } from '../../model/inference';
 import type { ModelView } from '../../model/model-view';
 import { decodeBinary, encodeBinary } from '../../tensor/binary-codec';

@@ -1,4 +1,4 @@
-import { TritonError } from '../../errors';
+import { TritonError } from '../../base/errors';
 import { setEntry } from '../../tensor/wire-value';
 import type {
   InferInputTensorMessage,

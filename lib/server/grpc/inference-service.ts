@@ -1,5 +1,5 @@
 import type { ServerUnaryCall, UntypedHandleCall, UntypedServiceImplementation, sendUnaryData } from '@grpc/grpc-js';
-import { TritonError, tritonError } from '../../errors';
+import { TritonError, tritonError } from '../../base/errors';
 import { stoppingError, type GrpcContext } from './grpc-context';
 import { toGrpcStatus } from './grpc-status';
 import type {

@@ -1,5 +1,5 @@
 import * as zlib from 'node:zlib';
-import { GrpcStatus } from '../../errors';
+import { GrpcStatus } from '../../base/errors';
 import type { GrpcCallStatus } from './grpc-status';
 
 /** The size of a message's prefix: its compressed flag and its big-endian length. */

@@ -1,6 +1,6 @@
 import type { handleUnaryCall } from '@grpc/grpc-js';
-import { Cancellation } from '../../cancellation';
-import { TritonError } from '../../errors';
+import { Cancellation } from '../../base/cancellation';
+import { TritonError } from '../../base/errors';
 import type { TrackedCall } from './call-tracker';
 import type { DirectUnaryCall } from './direct-unary';
 import { stoppingError, type GrpcContext } from './grpc-context';

@@ -1,6 +1,6 @@
 import type { handleBidiStreamingCall } from '@grpc/grpc-js';
-import { Cancellation } from '../../cancellation';
-import { TritonError, toTritonError } from '../../errors';
+import { Cancellation } from '../../base/cancellation';
+import { TritonError, toTritonError } from '../../base/errors';
 import type { TrackedCall } from './call-tracker';
 import { stoppingError, type GrpcContext } from './grpc-context';
 import { toGrpcStatus } from './grpc-status';

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type * as http2 from 'node:http2';
-import { GrpcStatus } from '../../errors';
+import { GrpcStatus } from '../../base/errors';
 import type { CallHeaders, CallMetadata } from './call-headers';
 import type { GrpcCallStatus } from './grpc-status';
 import { MessageReader, PREFIX_BYTES, type MessageReaderOptions, type MessageSink } from './message-reader';

@@ -1,5 +1,5 @@
 import type * as http2 from 'node:http2';
-import { GrpcStatus } from '../../errors';
+import { GrpcStatus } from '../../base/errors';
 import type { CallHeaders } from './call-headers';
 import { statusOf, type GrpcCallStatus } from './grpc-status';
 import { ServerCall, type CallLimits, type FramedMessage } from './server-call';

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { promisify } from 'node:util';
 import * as zlib from 'node:zlib';
-import { TritonError } from '../../errors';
+import { TritonError } from '../../base/errors';
 import { decodeUtf8, parseJson } from '../../tensor/lossless-json';
 import type { RequestMemory } from '../../tensor/buffer-pool';
 

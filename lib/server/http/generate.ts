@@ -1,6 +1,6 @@
 import type * as http from 'node:http';
-import { Cancellation } from '../../cancellation';
-import { TritonError, toTritonError } from '../../errors';
+import { Cancellation } from '../../base/cancellation';
+import { TritonError, toTritonError } from '../../base/errors';
 import type { InferenceRequest, InferenceResponse, NamedTensor } from '../../model/inference';
 import type { ModelView } from '../../model/model-view';
 import { decodeJsonData, encodeJsonData } from '../../tensor/json-codec';

@@ -1,7 +1,7 @@
 import { constants as bufferConstants } from 'node:buffer';
 import type { RequestMemory } from '../../tensor/buffer-pool';
-import type { Cancellation } from '../../cancellation';
-import { TritonError, invalidArgument, tritonError } from '../../errors';
+import type { Cancellation } from '../../base/cancellation';
+import { TritonError, invalidArgument, tritonError } from '../../base/errors';
 import type { InferenceRequest, InferenceResponse, NamedTensor } from '../../model/inference';
 import type { ModelView } from '../../model/model-view';
 import { decodeBinary, encodeBinary } from '../../tensor/binary-codec';

@@ -1,4 +1,4 @@
-import { TritonError } from '../../errors';
+import { TritonError } from '../../base/errors';
 
 /** The origin form of a request target and its path, as both the restricted-API check and the routers see them. */
 export interface RequestTarget {

@@ -1,5 +1,5 @@
 import type * as http from 'node:http';
-import { TritonError, tritonError } from '../../errors';
+import { TritonError, tritonError } from '../../base/errors';
 import { decodeSegment } from './request-target';
 import type { ServerCore } from '../server-core';
 import { readJsonObject } from './body';

@@ -1,6 +1,6 @@
 import type * as http from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { cancelledError, type Cancellation } from '../../cancellation';
+import { cancelledError, type Cancellation } from '../../base/cancellation';
 import { chatTemplateOf } from '../../model/chat-template';
 import type { ModelView } from '../../model/model-view';
 import { drained } from '../http/generate';

@@ -1,6 +1,6 @@
 import type * as http from 'node:http';
-import type { Cancellation } from '../../cancellation';
-import { TritonError } from '../../errors';
+import type { Cancellation } from '../../base/cancellation';
+import { TritonError } from '../../base/errors';
 import type { NamedTensorSpec } from '../../config/tensor-spec';
 import type { ModelView } from '../../model/model-view';
 import { encodeJsonData } from '../../tensor/json-codec';

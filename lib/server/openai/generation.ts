@@ -1,5 +1,5 @@
-import type { Cancellation } from '../../cancellation';
-import { TritonError } from '../../errors';
+import type { Cancellation } from '../../base/cancellation';
+import { TritonError } from '../../base/errors';
 import type { InferenceRequest, InferenceResponse, NamedTensor } from '../../model/inference';
 import type { ModelView } from '../../model/model-view';
 import { generateRequest } from '../http/generate';

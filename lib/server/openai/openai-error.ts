@@ -1,5 +1,5 @@
 import type * as http from 'node:http';
-import { SERVER_STOPPING_MESSAGE, TritonError, toTritonError, type ErrorCode } from '../../errors';
+import { SERVER_STOPPING_MESSAGE, TritonError, toTritonError, type ErrorCode } from '../../base/errors';
 
 /** The error object of the OpenAI API: `{"error": {"message", "type", "param", "code"}}`. */
 export interface OpenAiErrorBody {

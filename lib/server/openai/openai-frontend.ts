@@ -1,8 +1,8 @@
 import type * as http from 'node:http';
 import { timingSafeEqual } from 'node:crypto';
-import { Cancellation } from '../../cancellation';
-import { TritonError } from '../../errors';
-import type { Logger } from '../../logger';
+import { Cancellation } from '../../base/cancellation';
+import { TritonError } from '../../base/errors';
+import type { Logger } from '../../logging/logger';
 import type { ModelView } from '../../model/model-view';
 import { readBody } from '../http/body';
 import { decodeSegment } from '../http/request-target';

@@ -1,4 +1,4 @@
-import { TritonError } from '../../errors';
+import { TritonError } from '../../base/errors';
 import type { ChatMessage } from '../../model/chat-template';
 import { decodeUtf8, parseJson } from '../../tensor/lossless-json';
 import { invalidParam } from './openai-error';

@@ -4,7 +4,7 @@ import { FLAGS, flagEnv, parseArgs, type FlagValue } from '../../../lib/cli/flag
 import { logLevelOf, parseCacheConfig, serverConfig } from '../../../lib/cli/server-config';
 import { flagDefault, flagUsage, helpText } from '../../../lib/cli/help';
 import { envName, TritonConfig } from '../../../lib/config/triton-config';
-import { TritonError } from '../../../lib/errors';
+import { TritonError } from '../../../lib/base/errors';
 
 const flagsOf = (...argv: string[]) => Object.fromEntries(parseArgs(argv).flags);
 

@@ -1,7 +1,7 @@
 import { ModelConfig, formatModelConfigText, parseModelConfigText, type ModelConfigJson } from '../../../lib/config';
 import { buildModelConfigJson } from '../../../lib/config/triton-model-config';
 import { nameSpecs } from '../../../lib/config/tensor-spec';
-import { TritonError } from '../../../lib/errors';
+import { TritonError } from '../../../lib/base/errors';
 
 const REALISTIC = `
 # A classifier on ONNX Runtime with most of what Triton's model configuration offers.

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { ModelConfig, toPbtxt } from '../../../lib/config';
 import { buildModelConfigJson } from '../../../lib/config/triton-model-config';
 import { nameSpecs } from '../../../lib/config/tensor-spec';
-import { TritonError } from '../../../lib/errors';
+import { TritonError } from '../../../lib/base/errors';
 
 function configOf(config: ModelConfig) {
   return buildModelConfigJson({

@@ -1,6 +1,6 @@
 import { getEventListeners } from 'node:events';
 import { TritonError, tensor } from '../../../lib';
-import { NEVER_ABORTED } from '../../../lib/callable-marks';
+import { NEVER_ABORTED } from '../../../lib/callable/callable-marks';
 import { batch, groupByKeys, padBatch, sample, type BatchContext } from '../../../decorators';
 import { call, caught, deferred, f32, INSTANCE, request, row, values } from './helpers';
 

@@ -3,7 +3,7 @@ import * as lib from '../../../lib';
 import { tensor, type Request, type Tensor } from '../../../lib';
 import * as decorators from '../../../decorators';
 import { batch, sample } from '../../../decorators';
-import { resolveCallable } from '../../../lib/infer-func';
+import { resolveCallable } from '../../../lib/callable/infer-func';
 
 function request(inputs: Record<string, Tensor>, parameters: Record<string, string> = {}): Request {
   return { inputs, parameters, requestedOutputs: [], id: '', signal: new AbortController().signal };

@@ -2,7 +2,7 @@ import * as ts from 'typescript';
 import * as lib from '../../../lib';
 import { tensor, type InferCallable, type InstanceContext, type OutputValue, type ParameterValue, type Request, type Tensor } from '../../../lib';
 import * as decorators from '../../../decorators';
-import { resolveCallable } from '../../../lib/infer-func';
+import { resolveCallable } from '../../../lib/callable/infer-func';
 
 /** A request as the server builds one. */
 export function request(

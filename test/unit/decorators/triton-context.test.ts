@@ -1,6 +1,6 @@
 import type * as lib from '../../../lib';
 import type { Request } from '../../../lib';
-import { NEVER_ABORTED } from '../../../lib/callable-marks';
+import { NEVER_ABORTED } from '../../../lib/callable/callable-marks';
 import { batch, firstValue, groupByValues, padBatch, tritonContext, type BatchContext, type BatchDecorator, type TritonContext } from '../../../decorators';
 import { call, caught, INSTANCE, request, row } from './helpers';
 

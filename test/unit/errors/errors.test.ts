@@ -17,8 +17,8 @@ import {
   toTritonError,
   type ErrorCode,
   type FailureReason,
-} from '../../../lib/errors';
-import { VERSION } from '../../../lib/version';
+} from '../../../lib/base/errors';
+import { VERSION } from '../../../lib/base/version';
 
 const grpcName = (code: number) => Object.entries(GrpcStatus).find(([, v]) => v === code)?.[0];
 

@@ -1,4 +1,4 @@
-import { GrpcStatus } from '../../../lib/errors';
+import { GrpcStatus } from '../../../lib/base/errors';
 import { parseCallHeaders, type CallHeaders } from '../../../lib/server/grpc/call-headers';
 
 const parsed = (headers: Record<string, string | string[]>): CallHeaders => {

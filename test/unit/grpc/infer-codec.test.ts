@@ -1,6 +1,6 @@
 import type { MethodDefinition } from '@grpc/grpc-js';
-import { Cancellation } from '../../../lib/cancellation';
-import { TritonError } from '../../../lib/errors';
+import { Cancellation } from '../../../lib/base/cancellation';
+import { TritonError } from '../../../lib/base/errors';
 import type { Model } from '../../../lib/model/model';
 import { decodeGrpcInfer, encodeGrpcInfer, grpcOutputHandling } from '../../../lib/server/grpc/infer-codec';
 import { decodeModelInferRequest } from '../../../lib/server/grpc/infer-request-decoder';

@@ -1,5 +1,5 @@
 import type { MethodDefinition } from '@grpc/grpc-js';
-import { TritonError } from '../../../lib/errors';
+import { TritonError } from '../../../lib/base/errors';
 import { parseModelInferRequest } from '../../../lib/server/grpc/infer-codec';
 import { decodeModelInferRequest } from '../../../lib/server/grpc/infer-request-decoder';
 import type { ModelInferRequestMessage, ModelInferResponseMessage } from '../../../lib/protocol/messages';

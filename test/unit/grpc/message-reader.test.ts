@@ -1,5 +1,5 @@
 import { deflateSync, gzipSync } from 'node:zlib';
-import { GrpcStatus } from '../../../lib/errors';
+import { GrpcStatus } from '../../../lib/base/errors';
 import type { GrpcCallStatus } from '../../../lib/server/grpc/grpc-status';
 import { MessageReader, type MessageReaderOptions } from '../../../lib/server/grpc/message-reader';
 

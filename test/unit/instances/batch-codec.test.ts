@@ -1,7 +1,7 @@
-import { MOVABLE_BUFFER, type Request } from '../../../lib/callable';
-import { NEVER_ABORTED } from '../../../lib/callable-marks';
-import { Cancellation, CANCELLATION } from '../../../lib/cancellation';
-import { TritonError, UnrecoverableError } from '../../../lib/errors';
+import { MOVABLE_BUFFER, type Request } from '../../../lib/callable/callable';
+import { NEVER_ABORTED } from '../../../lib/callable/callable-marks';
+import { Cancellation, CANCELLATION } from '../../../lib/base/cancellation';
+import { TritonError, UnrecoverableError } from '../../../lib/base/errors';
 import { decodeRequests, decodeResponses, encodeRequests, encodeResponses } from '../../../lib/instances/worker/batch-codec';
 import { packBytes, TRANSFER_THRESHOLD_BYTES, unpackBytes } from '../../../lib/instances/worker/columns';
 import { deserializeError, serializeError } from '../../../lib/instances/worker/error-transfer';

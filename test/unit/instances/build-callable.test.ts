@@ -1,7 +1,7 @@
-import type { Request, Response } from '../../../lib/callable';
+import type { Request, Response } from '../../../lib/callable/callable';
 import { batch } from '../../../decorators';
-import { TritonError } from '../../../lib/errors';
-import { buildCallable, instanceFactory, isClass, isInstanceFactory, loadCallable, needsContext } from '../../../lib/infer-func';
+import { TritonError } from '../../../lib/base/errors';
+import { buildCallable, instanceFactory, isClass, isInstanceFactory, loadCallable, needsContext } from '../../../lib/callable/infer-func';
 import type { InstanceContext } from '../../../lib/instances/instance';
 
 const context: InstanceContext = {

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
-import type { Request } from '../../../lib/callable';
-import { TritonError } from '../../../lib/errors';
+import type { Request } from '../../../lib/callable/callable';
+import { TritonError } from '../../../lib/base/errors';
 import { createInstances } from '../../../lib/instances/create-instances';
 import { InProcessInstance } from '../../../lib/instances/in-process-instance';
 import { WorkerInstance } from '../../../lib/instances/worker-instance';

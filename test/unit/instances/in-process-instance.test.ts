@@ -1,6 +1,6 @@
-import type { Request, Response } from '../../../lib/callable';
-import { TritonError, UnrecoverableError } from '../../../lib/errors';
-import { instanceFactory } from '../../../lib/infer-func';
+import type { Request, Response } from '../../../lib/callable/callable';
+import { TritonError, UnrecoverableError } from '../../../lib/base/errors';
+import { instanceFactory } from '../../../lib/callable/infer-func';
 import { InProcessInstance } from '../../../lib/instances/in-process-instance';
 import type { HealthEvent, InstanceContext } from '../../../lib/instances/instance';
 

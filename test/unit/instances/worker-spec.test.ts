@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { TritonError } from '../../../lib/errors';
+import { TritonError } from '../../../lib/base/errors';
 import { isWorkerSpec, workers } from '../../../lib/instances/worker-spec';
 
 const fixture = join(__dirname, '../../fixtures/workers/echo-model.js');

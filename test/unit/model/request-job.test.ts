@@ -1,5 +1,5 @@
-import type { Request, Response } from '../../../lib/callable';
-import { Cancellation } from '../../../lib/cancellation';
+import type { Request, Response } from '../../../lib/callable/callable';
+import { Cancellation } from '../../../lib/base/cancellation';
 import { ModelConfig, type DynamicBatcherInit } from '../../../lib/config/model-config';
 import { nameSpecs } from '../../../lib/config/tensor-spec';
 import { InProcessInstance } from '../../../lib/instances/in-process-instance';

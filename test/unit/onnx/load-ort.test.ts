@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { TritonError } from '../../../lib/errors';
+import { TritonError } from '../../../lib/base/errors';
 import { ORT_MISSING_MESSAGE, isOrtMissing, loadOrt, type OrtModule } from '../../../lib/onnx/load-ort';
 
 /** A load that fails as Node does: an Error with a code. */

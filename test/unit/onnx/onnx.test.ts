@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import { isBatchable, readOnnxSignature } from '../../../lib/onnx/onnx-signature';
-import { TritonError } from '../../../lib/errors';
+import { TritonError } from '../../../lib/base/errors';
 import { OnnxRunner, executionProvidersFor, type OnnxRunnerSettings } from '../../../lib/onnx/onnx-runner';
 
 const fixture = (name: string) => path.join(__dirname, '../../fixtures/onnx', name);

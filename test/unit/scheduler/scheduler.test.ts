@@ -1,6 +1,6 @@
-import type { Request, Response } from '../../../lib/callable';
-import { Cancellation, CANCELLATION, type Cancellable } from '../../../lib/cancellation';
-import { TritonError } from '../../../lib/errors';
+import type { Request, Response } from '../../../lib/callable/callable';
+import { Cancellation, CANCELLATION, type Cancellable } from '../../../lib/base/cancellation';
+import { TritonError } from '../../../lib/base/errors';
 import type { Instance } from '../../../lib/instances/instance';
 import { BatchNotStarted } from '../../../lib/instances/instance-errors';
 import { Scheduler, type SchedulerOptions } from '../../../lib/scheduler/scheduler';

@@ -1,5 +1,5 @@
-import type { Request, Response, SequenceInfo } from '../../../lib/callable';
-import { Cancellation, CANCELLATION, type Cancellable } from '../../../lib/cancellation';
+import type { Request, Response, SequenceInfo } from '../../../lib/callable/callable';
+import { Cancellation, CANCELLATION, type Cancellable } from '../../../lib/base/cancellation';
 import { SequenceBatching, type SequenceBatchingInit } from '../../../lib/config/sequence-batching';
 import type { Instance } from '../../../lib/instances/instance';
 import { SequenceBatcher } from '../../../lib/scheduler/sequence-batcher';

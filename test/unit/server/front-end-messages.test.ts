@@ -1,6 +1,6 @@
 import { runInNewContext } from 'node:vm';
 import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
-import { Cancellation } from '../../../lib/cancellation';
+import { Cancellation } from '../../../lib/base/cancellation';
 import type { InferenceRequest, InferenceResponse } from '../../../lib/model/inference';
 import { packRequest, unpackRequest, packResponse, Staging, type PackedRequest, type PackedResponse } from '../../../lib/server/front-end/messages';
 

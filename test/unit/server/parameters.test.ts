@@ -1,4 +1,4 @@
-import { TritonError } from '../../../lib/errors';
+import { TritonError } from '../../../lib/base/errors';
 import type { Model } from '../../../lib/model/model';
 import { classificationOf } from '../../../lib/server/extensions';
 import { parseParameters } from '../../../lib/server/parameters';

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { TritonError } from '../../../lib/errors';
+import { TritonError } from '../../../lib/base/errors';
 import { SHM_DIR, SharedMemoryManager, shmTargetOf } from '../../../lib/server/shared-memory';
 
 describe('SharedMemoryManager', () => {

@@ -3,7 +3,7 @@ import { decodeBinary, encodeBinary, decodeBytesElements, encodeBytesElements } 
 import { decodeJsonData, encodeJsonData, encodeJsonDataBytes } from '../../../lib/tensor/json-codec';
 import { parseJson } from '../../../lib/tensor/lossless-json';
 import { concatBatch, sliceBatch, tensor } from '../../../lib/tensor/tensor';
-import { TritonError } from '../../../lib/errors';
+import { TritonError } from '../../../lib/base/errors';
 
 describe('dtype table', () => {
   it('covers every KServe datatype with its config enum', () => {

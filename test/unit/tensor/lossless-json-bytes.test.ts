@@ -1,6 +1,6 @@
 import { decodeJsonData } from '../../../lib/tensor/json-codec';
 import { JsonFloats, parseJson, parseJsonBytes } from '../../../lib/tensor/lossless-json';
-import { TritonError } from '../../../lib/errors';
+import { TritonError } from '../../../lib/base/errors';
 import { thrownBy } from '../../helpers/caught';
 
 /** A deterministic stream of numbers in [0, 1). */

@@ -1,6 +1,6 @@
 import { constants } from 'node:buffer';
-import { Cancellation } from '../../../../lib/cancellation';
-import { TritonError } from '../../../../lib/errors';
+import { Cancellation } from '../../../../lib/base/cancellation';
+import { TritonError } from '../../../../lib/base/errors';
 import type { Model } from '../../../../lib/model/model';
 import { decodeHttpInfer } from '../../../../lib/server/http/infer-codec';
 import { thrownBy } from '../../../helpers/caught';

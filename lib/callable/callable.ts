@@ -1,8 +1,8 @@
-import type { DataType, TensorData } from './tensor/dtype';
-import type { Tensor } from './tensor/tensor';
+import type { DataType, TensorData } from '../tensor/dtype';
+import type { Tensor } from '../tensor/tensor';
 import type { InstanceContext } from './instance-context';
 
-import type { ParameterValue } from './protocol/infer-parameter';
+import type { ParameterValue } from '../protocol/infer-parameter';
 
 export type { ParameterValue };
 

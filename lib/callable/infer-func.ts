@@ -1,6 +1,6 @@
 import type { InferCallable } from './callable';
 import { isMarkedCallable } from './callable-marks';
-import { TritonError } from './errors';
+import { TritonError } from '../base/errors';
 import type { InstanceContext, InstanceReport } from './instance-context';
 
 /**

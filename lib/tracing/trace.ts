@@ -1,9 +1,9 @@
 import * as fs from 'node:fs';
-import { TritonError, invalidArgument } from './errors';
-import type { Scheduled } from './scheduler/scheduler';
-import type { OtelTracing, RequestSpan, TraceParent } from './tracing/otel-tracing';
-import { parseTraceConfig, type TraceConfig } from './tracing/trace-config';
-import { VERSION } from './version';
+import { TritonError, invalidArgument } from '../base/errors';
+import type { Scheduled } from '../scheduler/scheduler';
+import type { OtelTracing, RequestSpan, TraceParent } from './otel-tracing';
+import { parseTraceConfig, type TraceConfig } from './trace-config';
+import { VERSION } from '../base/version';
 
 export type { RequestSpan, TraceParent };
 
@@ -235,5 +235,5 @@ export class Tracer {
  */
 function loadOtelTracing(): typeof OtelTracing {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  return (require('./tracing/otel-tracing') as typeof import('./tracing/otel-tracing')).OtelTracing;
+  return (require('./otel-tracing') as typeof import('./otel-tracing')).OtelTracing;
 }

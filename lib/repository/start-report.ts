@@ -1,5 +1,5 @@
-import { logFormatOf, type Logger } from './logger';
-import type { RepositoryIndexEntry } from './model/model-control';
+import { logFormatOf, type Logger } from '../logging/logger';
+import type { RepositoryIndexEntry } from '../model/model-control';
 
 // What the server says as it starts, in the log's format: in `default` and `ISO8601` the sentences Triton
 // prints (its model table, `Started HTTPService at 0.0.0.0:8000`); in `json` the same facts as fields, under

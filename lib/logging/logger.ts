@@ -1,5 +1,5 @@
 import pino, { type Logger } from 'pino';
-import type { LogFormat, LogLevel } from './config/triton-config';
+import type { LogFormat, LogLevel } from '../config/triton-config';
 
 /** The SDK's logger (pino): JSON lines on stdout, or Triton's plain lines (`logFormat`). */
 export type { Logger };

@@ -1,4 +1,4 @@
-import type { ModelConfigJson } from './config/triton-model-config';
+import type { ModelConfigJson } from '../config/triton-model-config';
 import type { CustomMetrics } from './custom-metrics';
 
 /** Device kinds an instance can be bound to. */

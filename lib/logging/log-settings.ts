@@ -1,6 +1,6 @@
 import { formatCanChange, logFormatOf, setLogFormat, type Logger } from './logger';
-import { TritonError, invalidArgument } from './errors';
-import { LOG_FORMATS, type LogFormat } from './config/triton-config';
+import { TritonError, invalidArgument } from '../base/errors';
+import { LOG_FORMATS, type LogFormat } from '../config/triton-config';
 
 /** Triton's logging settings (the `logging` extension), as `GET /v2/logging` returns them. */
 export interface LogSettings {

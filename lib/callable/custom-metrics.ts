@@ -1,4 +1,4 @@
-import { invalidArgument } from './errors';
+import { invalidArgument } from '../base/errors';
 
 /** The kinds of custom metric, as Triton's `TRITONSERVER_MetricKind`. */
 export type MetricKind = 'counter' | 'gauge' | 'histogram';
