@@ -5,6 +5,7 @@
  */
 export class InFlight {
   private count = 0;
+  private added = 0;
   private waiters: (() => void)[] = [];
 
   /** How much is in flight. */
@@ -12,8 +13,14 @@ export class InFlight {
     return this.count;
   }
 
+  /** How much was ever added: what ended is `total - size`. */
+  get total(): number {
+    return this.added;
+  }
+
   add(): void {
     this.count++;
+    this.added++;
   }
 
   done(): void {

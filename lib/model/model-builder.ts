@@ -11,7 +11,8 @@ import type { Tracer } from '../tracing/trace';
 import type { CustomMetrics } from '../callable/custom-metrics';
 import { attachChatTemplate, compileChatTemplate } from './chat-template';
 import { EnsembleInstance, ensembleSchedulingJson, isEnsembleSpec, planEnsemble } from './ensemble';
-import { Model, type BlsHandler, type LatencyObserverFactory } from './model';
+import { Model, type LatencyObserverFactory } from './model';
+import type { BlsHandler } from './request-pipeline';
 import type { ModelRepository } from './model-repository';
 import type { ResponseCache } from './response-cache';
 

@@ -1,6 +1,4 @@
-import type { InferCall, Request, Response } from '../callable/callable';
-import { REQUEST_MEMORY } from '../tensor/buffer-pool';
-import { Cancellation } from '../base/cancellation';
+import type { Request, Response } from '../callable/callable';
 import type { CustomMetrics } from '../callable/custom-metrics';
 import { warmupRequests } from './warmup';
 import { ModelStatistics, type LatencyObserver } from './model-statistics';
@@ -9,19 +7,17 @@ import type { ModelMetadata } from '../protocol/model-metadata';
 import { describeModel, type DescribedModel } from './model-description';
 import type { NamedTensorSpec } from '../config/tensor-spec';
 import type { ModelConfig } from '../config/model-config';
-import { TritonError, UnrecoverableError, failureReason, tritonError } from '../base/errors';
+import { TritonError, UnrecoverableError, tritonError } from '../base/errors';
 import { inService, type HealthEvent, type Instance } from '../instances/instance';
-import { Scheduler, type Scheduled, type SchedulerHooks } from '../scheduler/scheduler';
+import { Scheduler, type SchedulerHooks } from '../scheduler/scheduler';
 import type { RequestScheduler } from '../scheduler/request-scheduler';
 import { SequenceBatcher } from '../scheduler/sequence-batcher';
-import type { Tensor } from '../tensor/tensor';
 import type { InferenceRequest, InferenceResponse, ValidatedOutputs } from './inference';
-import { ResponseCache } from './response-cache';
-import { InFlight } from '../base/in-flight';
-import { RequestJob, ScheduledRequest } from './request-job';
+import type { ResponseCache } from './response-cache';
+import { RequestPipeline, type BlsHandler } from './request-pipeline';
 import { RequestValidator } from './request-validation';
 import { ResponseValidator } from './response-validation';
-import type { TraceParent, Tracer } from '../tracing/trace';
+import type { Tracer } from '../tracing/trace';
 
 /** Model states, as the repository index reports them. */
 export type ModelState = 'LOADING' | 'READY' | 'UNLOADING' | 'UNAVAILABLE';
@@ -62,13 +58,10 @@ export interface ModelInit {
 /** Makes a model's latency observer (see `LatencyObserver`). */
 export type LatencyObserverFactory = (model: string, version: string, options: { cached: boolean; decoupled: boolean }) => LatencyObserver;
 
-/** Runs a call a model makes to another model; `chain` is the call path ending with the caller. */
-export type BlsHandler = (call: InferCall, chain: readonly string[], caller: Cancellation, trace?: TraceParent) => Promise<Record<string, Tensor>>;
-
-
 /**
- * A bound model: its specs and config, its instances and scheduler, and its readiness. It validates
- * requests against the specs before they queue and responses against the specs before they leave.
+ * A bound model: its specs and config, its instances and scheduler, its readiness, and loading (warm-up
+ * included) and unloading. Its requests go through its `RequestPipeline`, which validates them against the specs
+ * before they queue; the scheduler validates responses against the specs before they leave.
  */
 export class Model {
   readonly name: string;
@@ -93,23 +86,15 @@ export class Model {
   private readonly requests: RequestValidator;
   private readonly responses: ResponseValidator;
   private readonly maxBatchSize: number;
-  private readonly bls: BlsHandler | undefined;
   /** What the config is generated from. */
   private readonly described: DescribedModel;
-  private readonly cache: ResponseCache | undefined;
-  private readonly tracer: Tracer | undefined;
   private readonly customMetrics: CustomMetrics | undefined;
-  /** Requests this model holds, validated and not yet answered. */
-  private readonly live = new InFlight();
-  private created = 0;
-  private released = 0;
+  /** Where its requests go in and their responses come out. */
+  private readonly pipeline: RequestPipeline;
   /** The latest instance failure, for the error of requests that no instance is left to run. */
   private lastFailure: HealthEvent | undefined;
 
   constructor(init: ModelInit) {
-    this.bls = init.bls;
-    this.cache = init.responseCache;
-    this.tracer = init.tracer;
     this.customMetrics = init.customMetrics;
     this.statistics.observer = init.observeLatencies?.(init.name, init.version, { cached: init.responseCache !== undefined, decoupled: init.config.decoupled });
     this.name = init.name;
@@ -158,6 +143,7 @@ export class Model {
         this.scheduler.wake();
       });
     }
+    this.pipeline = new RequestPipeline(this, this.requests, { cache: init.responseCache, tracer: init.tracer, bls: init.bls });
     this.described = init;
     ({ configJson: this.configJson, metadata: this.metadata } = describeModel(init, this.maxBatchSize));
   }
@@ -220,12 +206,12 @@ export class Model {
 
   /** Requests this model is working on (validated and not yet answered); per-request state lives as long. */
   get liveRequests(): number {
-    return this.live.size;
+    return this.pipeline.liveRequests;
   }
 
   /** Per-request states created and released since the model was bound (equal when nothing leaks). */
   get requestStates(): { created: number; released: number } {
-    return { created: this.created, released: this.released };
+    return this.pipeline.requestStates;
   }
 
   /**
@@ -233,68 +219,7 @@ export class Model {
    * decoupled model (`refuseDecoupled`), once, where it looked the model up.
    */
   infer(req: InferenceRequest): Promise<InferenceResponse> {
-    let job: RequestJob;
-    try {
-      job = this.prepare(req);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    if (this.cache) return this.inferCached(this.cache, req, job);
-    // Continuations instead of an async function: this runs for every request.
-    return job.race(this.scheduler.enqueue(job.request, job.rows, job.batchKey, job)).then(
-      (scheduled) => this.succeeded(req, job, scheduled),
-      (err: unknown) => this.failed(job, err),
-    );
-  }
-
-  /** Answers from the response cache, or runs the request and stores its response. */
-  private inferCached(cache: ResponseCache, req: InferenceRequest, job: RequestJob): Promise<InferenceResponse> {
-    const lookupStart = performance.now();
-    const { inputs, requestedOutputs, parameters } = job.request;
-    const key = ResponseCache.keyOf(this.name, this.version, inputs, requestedOutputs, parameters);
-    const hit = cache.lookup(key);
-    const lookupNs = nsSince(lookupStart);
-    if (hit) {
-      this.statistics.recordCacheHit(job.elapsedNs(), lookupNs);
-      job.span?.succeeded({ startMs: job.start, queueNs: 0, computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0, batchRows: 0 });
-      job.release();
-      return Promise.resolve({ id: req.id, modelName: this.name, modelVersion: this.version, outputs: hit });
-    }
-    return job.race(this.scheduler.enqueue(job.request, job.rows, job.batchKey, job)).then(
-      (scheduled) => {
-        if (!job.cancellation.aborted) {
-          const insertStart = performance.now();
-          cache.insert(key, scheduled.value);
-          this.statistics.recordCacheMiss(lookupNs + nsSince(insertStart));
-        }
-        return this.succeeded(req, job, scheduled);
-      },
-      (err: unknown) => this.failed(job, err),
-    );
-  }
-
-  private succeeded(req: InferenceRequest, job: RequestJob, scheduled: Scheduled<ValidatedOutputs>): InferenceResponse {
-    try {
-      job.throwIfCancelled();
-    } catch (err) {
-      return this.failed(job, err);
-    }
-    this.statistics.recordSuccess(job.elapsedNs(), scheduled);
-    this.tracer?.record(this.name, this.version, req.id, job.start, scheduled);
-    job.span?.succeeded({ startMs: job.start, ...scheduled });
-    job.release();
-    const { parameters } = scheduled.value;
-    const { span } = job;
-    return { id: req.id, modelName: this.name, modelVersion: this.version, outputs: scheduled.value, ...(parameters && { parameters }), ...(span && { span }) };
-  }
-
-  private failed(job: RequestJob, err: unknown): never {
-    const error = job.error(err);
-    const reason = failureReason(error);
-    this.statistics.recordFailure(job.elapsedNs(), reason);
-    job.span?.failed(error, reason);
-    job.release();
-    throw error;
+    return this.pipeline.infer(req);
   }
 
   /**
@@ -302,84 +227,7 @@ export class Model {
    * marked final or not. Stopping the iteration early cancels the request (its callable sees the signal).
    */
   inferStream(req: InferenceRequest, highWaterMark = 16): AsyncIterable<InferenceResponse & { final: boolean }> {
-    if (!this.config.decoupled) {
-      throw new TritonError('UNSUPPORTED', `model '${this.name}' is not decoupled: use ModelInfer or /infer`);
-    }
-    const job = this.prepare(req);
-    const stream = this.scheduler.enqueueStream(job.request, job.rows, job.batchKey, job, highWaterMark);
-    const { name, version, statistics } = this;
-    let first = true;
-    async function* responses(): AsyncGenerator<InferenceResponse & { final: boolean }> {
-      let finished = false;
-      try {
-        const events = stream[Symbol.asyncIterator]();
-        for (;;) {
-          const next = await job.race(events.next());
-          if (next.done) break;
-          job.throwIfCancelled();
-          const { value, final } = next.value;
-          if (first) {
-            first = false;
-            statistics.recordFirstResponse(job.elapsedNs());
-          }
-          const parameters = value?.parameters;
-          yield { id: req.id, modelName: name, modelVersion: version, outputs: value ?? [], final, ...(parameters && { parameters }) };
-        }
-        finished = true;
-        statistics.recordSuccess(job.elapsedNs(), { value: undefined, queueNs: 0, computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0, batchRows: job.rows });
-        job.span?.succeeded({ startMs: job.start, queueNs: 0, computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0, batchRows: 0 });
-      } catch (err) {
-        finished = true;
-        const error = job.error(err);
-        const reason = failureReason(error);
-        statistics.recordFailure(job.elapsedNs(), reason);
-        job.span?.failed(error, reason);
-        throw error;
-      } finally {
-        if (!finished) {
-          // The reader went away: cancel the request so its producer stops.
-          job.cancel();
-          statistics.recordFailure(job.elapsedNs(), 'CANCELED');
-          job.span?.failed(new TritonError('CANCELLED', 'the reader went away'), 'CANCELED');
-        }
-        stream.stopReading();
-        job.release();
-      }
-    }
-    return responses();
-  }
-
-  /**
-   * Everything one request needs while it lives: the validated request for the scheduler, a signal that fires
-   * when the client goes away, when the request is cancelled, or at its deadline (the `timeout` parameter, or
-   * the transport's deadline), and the cleanup that releases all of it.
-   */
-  private prepare(req: InferenceRequest): RequestJob {
-    if (!this.ready) throw tritonError('modelNotReady', { model: this.name, why: '' });
-    // Built only when an error message needs it.
-    const { inputs, rows, batchKey } = this.requests.inputs(req);
-    const requestedOutputs = this.requests.requestedOutputs(req);
-    const cancellation = req.cancellation;
-    this.live.add();
-    this.created++;
-    const request = new ScheduledRequest(inputs, req.parameters, requestedOutputs, req.id, cancellation, req.movableBuffer);
-    if (req.sequence) request.sequence = req.sequence;
-    if (req.memory) request[REQUEST_MEMORY] = req.memory;
-    const job = new RequestJob(this, req, request, rows, batchKey, cancellation);
-    const span = this.tracer?.start(this.name, this.version, req.id, rows, job.start, req.traceParent, req.chain !== undefined && req.chain.length > 0);
-    const bls = this.bls;
-    if (span) {
-      job.span = span;
-      // Ensemble steps and BLS calls become child spans (a remote server's too, through its traceparent).
-      if (bls) request.infer = (call) => bls(call, [...(req.chain ?? []), this.name], cancellation, span.traceParent);
-    } else if (bls) request.infer = (call) => bls(call, [...(req.chain ?? []), this.name], cancellation);
-    return job;
-  }
-
-  /** @internal Called once by each request's job when it ends. */
-  jobReleased(): void {
-    this.live.done();
-    this.released++;
+    return this.pipeline.inferStream(req, highWaterMark);
   }
 
   /**
@@ -390,28 +238,12 @@ export class Model {
   async unload(timeoutMs: number): Promise<void> {
     if (this.state === 'UNLOADING' || this.unloaded) return;
     this.state = 'UNLOADING';
-    if (this.live.size > 0) {
-      await this.live.idle(timeoutMs);
+    if (this.pipeline.liveRequests > 0) {
+      await this.pipeline.idle(timeoutMs);
       this.scheduler.rejectAll(new TritonError('UNAVAILABLE', `model '${this.name}' was unloaded before the request ran`));
     }
     await Promise.allSettled(this.instances.map((i) => i.close()));
     this.state = 'UNAVAILABLE';
     this.unloaded = true;
   }
-
-
-}
-
-
-
-function nsSince(start: number): number {
-  return Math.round((performance.now() - start) * 1e6);
-}
-
-/**
- * Refuses a decoupled model on a unary endpoint, named as Triton names it in this error (`HTTP end point`,
- * `ModelInfer RPC`): such a model answers through a stream.
- */
-export function refuseDecoupled(model: { readonly config: { readonly decoupled: boolean } }, endpoint: string): void {
-  if (model.config.decoupled) throw new TritonError('UNSUPPORTED', `${endpoint} doesn't support models with decoupled transaction policy`);
 }

@@ -5,7 +5,7 @@ import { updateLogSettings, type LogSettings } from '../../logging/log-settings'
 import type { Logger } from '../../logging/logger';
 import type { InferenceRequest, InferenceResponse } from '../../model/inference';
 import type { LoadOverride } from '../../model/model-control';
-import { refuseDecoupled } from '../../model/model';
+import { refuseDecoupled } from '../../model/request-pipeline';
 import { BufferPool, type BufferLease } from '../../tensor/buffer-pool';
 import type { TraceSettings } from '../../tracing/trace';
 import { headerMatcher } from '../forward-headers';
