@@ -1,19 +1,13 @@
 import type { BatchInputInit, BatchInputKind, BatchOutputInit } from '../config/ragged-batching';
 import { BATCH_INPUT_KINDS } from '../config/ragged-batching';
+import type { DynamicBatcherInit, QueuePolicyInit } from '../config/model-config';
 import type { ControlInputInit, SequenceBatchingInit, SequenceControlInit, SequenceControlKind, SequenceStateInit } from '../config/sequence-batching';
-import { fromConfigType, type DataType } from '../tensor/dtype';
+import { fromConfigType } from '../tensor/dtype';
 import * as path from 'node:path';
 import type { ConfigFields } from './config-fields';
 import { fileInside } from './repository-paths';
 
-// Reads a config.pbtxt's `sequence_batching`, `batch_input` and `batch_output` into their bind() forms.
-
-function dtypeOf(f: ConfigFields, field: string): DataType {
-  const raw = f.string(field);
-  const dtype = raw === undefined ? undefined : fromConfigType(raw);
-  if (!dtype) f.refuse(field, raw === undefined ? 'is required' : `'${raw}' is not a data type tstriton serves`);
-  return dtype as DataType;
-}
+// Reads a config.pbtxt's `dynamic_batching`, `sequence_batching`, `batch_input` and `batch_output` into their bind() forms.
 
 function pair<T>(f: ConfigFields, field: string, kind: 'number' | 'boolean'): readonly [T, T] | undefined {
   const value = f.take(field);
@@ -73,12 +67,12 @@ export function sequenceBatching(f: ConfigFields | undefined, modelDir: string):
   init.state = f.messages('state').map((s): SequenceStateInit => {
     const inputName = s.string('input_name') ?? '';
     const outputName = s.string('output_name') ?? '';
-    const dtype = dtypeOf(s, 'data_type');
+    const dtype = s.dataType('data_type');
     const dims = s.integers('dims') ?? [];
     const initialState = s.messages('initial_state').map((i) => {
       const entry = {
         name: i.string('name') ?? '',
-        dtype: dtypeOf(i, 'data_type'),
+        dtype: i.dataType('data_type'),
         dims: i.integers('dims') ?? [],
         ...(i.boolean('zero_data') ? { zeroData: true } : {}),
       };
@@ -107,7 +101,7 @@ export function batchInputs(f: ConfigFields): BatchInputInit[] {
     const sources = b.take('source_input');
     if (!Array.isArray(targets) || targets.length !== 1 || typeof targets[0] !== 'string') b.refuse('target_name', 'must name one input');
     if (!Array.isArray(sources) || sources.length !== 1 || typeof sources[0] !== 'string') b.refuse('source_input', 'must name one input');
-    const dtype = dtypeOf(b, 'data_type');
+    const dtype = b.dataType('data_type');
     b.done();
     return { kind, targetName: (targets as string[])[0] as string, dtype, sourceInput: (sources as string[])[0] as string };
   });
@@ -125,4 +119,47 @@ export function batchOutputs(f: ConfigFields): BatchOutputInit[] {
     b.done();
     return { kind: 'BATCH_SCATTER_WITH_INPUT_SHAPE', targetName: targets as string[], sourceInput: (sources as string[])[0] as string };
   });
+}
+
+export function dynamicBatcher(f: ConfigFields | undefined): DynamicBatcherInit | undefined {
+  if (!f) return undefined;
+  const init: DynamicBatcherInit = {};
+  const preferred = f.integers('preferred_batch_size');
+  if (preferred) init.preferredBatchSize = preferred;
+  const delay = f.integer('max_queue_delay_microseconds', 0);
+  if (delay !== undefined) init.maxQueueDelayMicroseconds = delay;
+  const ordering = f.boolean('preserve_ordering');
+  if (ordering !== undefined) init.preserveOrdering = ordering;
+  const levels = f.integer('priority_levels', 0);
+  if (levels !== undefined) init.priorityLevels = levels;
+  const level = f.integer('default_priority_level', 0);
+  if (level !== undefined) init.defaultPriorityLevel = level;
+  const policy = f.sub('default_queue_policy');
+  if (policy) init.defaultQueuePolicy = queuePolicy(policy);
+  const byLevel = f.map('priority_queue_policy');
+  if (byLevel) {
+    init.priorityQueuePolicy = Object.fromEntries(
+      Object.entries(byLevel).map(([k, v]) => [Number(k), queuePolicy(f.entry('priority_queue_policy', k, v))]),
+    );
+  }
+  f.takeDefault('preferred_batch_size_per_instance', false);
+  f.done();
+  return init;
+}
+
+function queuePolicy(f: ConfigFields): QueuePolicyInit {
+  const init: QueuePolicyInit = {};
+  const action = f.string('timeout_action');
+  if (action !== undefined) {
+    if (action !== 'REJECT' && action !== 'DELAY') f.refuse('timeout_action', `must be REJECT or DELAY, got ${action}`);
+    init.timeoutAction = action as 'REJECT' | 'DELAY';
+  }
+  const timeout = f.integer('default_timeout_microseconds', 0);
+  if (timeout !== undefined) init.defaultTimeoutMicroseconds = timeout;
+  const override = f.boolean('allow_timeout_override');
+  if (override !== undefined) init.allowTimeoutOverride = override;
+  const size = f.integer('max_queue_size', 0);
+  if (size !== undefined) init.maxQueueSize = size;
+  f.done();
+  return init;
 }

@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { TritonError } from '../base/errors';
+import { fromConfigType, type DataType } from '../tensor/dtype';
 
 /**
  * Reads the fields of one message of a model config and refuses what tstriton cannot honour: every field is
@@ -99,6 +100,14 @@ export class ConfigFields {
     if (value === undefined) return undefined;
     if (typeof value !== 'object' || value === null || Array.isArray(value)) this.refuse(field, 'must be a map');
     return value as Record<string, unknown>;
+  }
+
+  /** A data type field (`TYPE_FP32`), required: one tstriton does not serve is refused. */
+  dataType(field: string): DataType {
+    const raw = this.string(field);
+    const dtype = raw === undefined ? undefined : fromConfigType(raw);
+    if (!dtype) this.refuse(field, raw === undefined ? 'is required' : `'${raw}' is not a data type tstriton serves`);
+    return dtype;
   }
 
   /** Throws naming the field and what is wrong with it. */
