@@ -1,8 +1,6 @@
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { parseModelConfigText } from '../config/model-config-text';
 import type { TritonConfig } from '../config/triton-config';
 import type { ModelConfigJson } from '../config/triton-model-config';
 import { TritonError } from '../base/errors';
@@ -10,9 +8,9 @@ import type { Logger } from '../logging/logger';
 import type { Model } from '../model/model';
 import { buildModel, type BuildContext } from '../model/model-builder';
 import type { LoadOverride, RepositoryIndexEntry } from '../model/model-control';
+import { planLoad, removeUpload, type Plan, type PlanSettings } from './load-plan';
 import { readModelFolder, scanRepositories, type ModelFolder } from './model-folder';
-import { isModelName, isRelativeFilePath, refuseModelName } from './repository-paths';
-import { repositoryModel, type RepositoryModel } from './repository-binding';
+import { isModelName, refuseModelName } from './repository-paths';
 import { loadWithProgress, logLoadFailed } from './start-report';
 
 /** What was last loaded for a model name, to tell what changed. */
@@ -22,16 +20,6 @@ interface LoadedState {
   /** True when the model came from a load request's config or files rather than its folder alone. */
   fromRequest: boolean;
   /** The temporary folder a load request's files were written to, removed once the model no longer uses it. */
-  uploadDir: string | undefined;
-}
-
-/** A model read from disk (or a load request) and turned into bindings. */
-interface Plan {
-  model: RepositoryModel;
-  folder: ModelFolder;
-  config: ModelConfigJson | undefined;
-  fromRequest: boolean;
-  /** The temporary folder holding a load request's files, if it sent any. */
   uploadDir: string | undefined;
 }
 
@@ -210,46 +198,12 @@ export class RepositoryControl {
 
   /** Reads a model's folder (or the request's override) and plans its versions; an error is recorded, not thrown. */
   private plan(name: string, override: LoadOverride): Plan | Error {
-    let uploadDir: string | undefined;
-    try {
-      const read = this.read(name, override);
-      uploadDir = read.uploadDir;
-      const strict = this.config.disableAutoCompleteConfig || this.config.strictModelConfig;
-      const model = repositoryModel(read.folder, read.config, read.configFile, strict, this.building.defaultMaxBatchSize);
-      if (uploadDir !== undefined && model.kind === 'script' && !this.policy.codeUploads) {
-        throw new TritonError(
-          'RESTRICTED',
-          `failed to load '${name}': a load request may send a tstriton model's code only when the model-repository API needs a key on every port (httpRestrictedApi and grpcRestrictedProtocol 'model-repository:<header>=<value>'); see docs/security.md`,
-        );
-      }
-      return { model, folder: read.folder, config: read.config, fromRequest: override.config !== undefined || override.files !== undefined, uploadDir };
-    } catch (err) {
-      // A refused load leaves no folder behind.
-      removeUpload(uploadDir);
-      return err instanceof Error ? err : new Error(String(err));
-    }
-  }
-
-  private read(name: string, override: LoadOverride): { folder: ModelFolder; configFile: string; config: ModelConfigJson | undefined; uploadDir?: string } {
-    if (override.files && Object.keys(override.files).length > 0) {
-      if (override.config === undefined) {
-        throw new TritonError('INVALID_ARGUMENT', `failed to load '${name}': a load with file: parameters needs a config parameter too`);
-      }
-      // Everything the request says is checked before anything is written.
-      const config = parseConfigJson(override.config, name);
-      const uploadDir = writeOverride(name, override.files);
-      try {
-        return { folder: readModelFolder(uploadDir, name), configFile: 'the config parameter of the load request', config, uploadDir };
-      } catch (err) {
-        removeUpload(uploadDir);
-        throw err;
-      }
-    }
-    const folder = this.findFolder(name);
-    const configFile = path.join(folder.dir, 'config.pbtxt');
-    if (override.config !== undefined) return { folder, configFile: 'the config parameter of the load request', config: parseConfigJson(override.config, name) };
-    const config = folder.configText === undefined ? undefined : parseModelConfigText(folder.configText, configFile);
-    return { folder, configFile, config };
+    const settings: PlanSettings = {
+      strict: this.config.disableAutoCompleteConfig || this.config.strictModelConfig,
+      defaultMaxBatchSize: this.building.defaultMaxBatchSize,
+      codeUploads: this.policy.codeUploads,
+    };
+    return planLoad(name, override, settings, () => this.findFolder(name));
   }
 
   /** The model's folder, read again from the repositories (a new model appears here). */
@@ -371,52 +325,4 @@ export class RepositoryControl {
       await this.loadNow(folder.name, {}).catch(() => undefined);
     }
   }
-}
-
-/** A load request's `config` parameter: Triton's JSON form of ModelConfig. */
-function parseConfigJson(text: string, name: string): ModelConfigJson {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (err) {
-    throw new TritonError('INVALID_ARGUMENT', `failed to load '${name}': the config parameter is not valid JSON (${(err as Error).message})`);
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new TritonError('INVALID_ARGUMENT', `failed to load '${name}': the config parameter must be a JSON object`);
-  }
-  return parsed as ModelConfigJson;
-}
-
-/**
- * Writes a load request's files into a fresh folder `<tmp>/tstriton-load-XXXXXX/<name>/...`; returns the folder
- * holding `<name>`. Every path is checked first: one that is not a plain relative file path (`1/model.onnx`) is
- * refused and nothing is written.
- */
-function writeOverride(name: string, files: Readonly<Record<string, Buffer>>): string {
-  for (const rel of Object.keys(files)) {
-    if (!isRelativeFilePath(rel)) {
-      throw new TritonError(
-        'INVALID_ARGUMENT',
-        `failed to load '${name}': file parameter 'file:${rel}' points outside the model folder (expected a relative file path such as 'file:1/model.onnx', without '..', '\\' or a leading or trailing '/')`,
-      );
-    }
-  }
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'tstriton-load-'));
-  const modelDir = path.join(root, name);
-  try {
-    for (const [rel, content] of Object.entries(files)) {
-      const target = path.join(modelDir, rel);
-      fs.mkdirSync(path.dirname(target), { recursive: true });
-      fs.writeFileSync(target, content, { flag: 'wx' });
-    }
-  } catch (err) {
-    // A failed write leaves no folder behind.
-    removeUpload(root);
-    throw new TritonError('INVALID_ARGUMENT', `failed to load '${name}': the files of the request cannot be written: ${(err as Error).message}`, { cause: err });
-  }
-  return root;
-}
-
-function removeUpload(dir: string | undefined): void {
-  if (dir !== undefined) fs.rmSync(dir, { recursive: true, force: true });
 }
