@@ -1,4 +1,5 @@
 import { TritonConfig } from '../config/triton-config';
+import { HELP_SECTIONS, type HelpSection } from '../config/setting-spec';
 import { FLAGS, flagEnv, type Command, type FlagSpec } from './flags';
 
 const USAGE: Record<Command | 'main', string> = {
@@ -32,31 +33,25 @@ const USAGE: Record<Command | 'main', string> = {
   ].join('\n'),
 };
 
-/** The sections of the help, each with its flags, in the order listed; a flag in none is listed under "Other". */
-export const FLAG_SECTIONS: readonly { readonly title: string; readonly flags: readonly string[] }[] = [
-  { title: 'What to serve', flags: ['model-repository', 'module'] },
-  { title: 'ONNX files (serve model.onnx, config model.onnx)', flags: ['name', 'max-batch-size', 'instances', 'device', 'gpu-execution-provider'] },
-  {
-    title: 'Models',
-    flags: ['model-control-mode', 'load-model', 'repository-poll-secs', 'disable-auto-complete-config', 'strict-model-config', 'backend-config', 'model-load-thread-count'],
-  },
-  {
-    title: 'Server',
-    flags: ['exit-on-error', 'strict-readiness', 'exit-timeout-secs', 'server-version', 'allow-shared-memory', 'request-buffer-pool-byte-size', 'incremental-marking-soft-trigger', 'incremental-marking-hard-trigger'],
-  },
-  {
-    title: 'HTTP',
-    flags: ['allow-http', 'http-address', 'http-port', 'http-thread-count', 'http-restricted-api', 'http-header-forward-pattern', 'http-max-input-size', 'json-max-depth', 'http-use-ssl', 'http-use-ssl-mutual', 'http-server-cert', 'http-server-key', 'http-root-cert'],
-  },
-  {
-    title: 'gRPC',
-    flags: ['allow-grpc', 'grpc-address', 'grpc-port', 'grpc-restricted-protocol', 'grpc-header-forward-pattern', 'grpc-max-message-size', 'grpc-flow-control-window', 'grpc-use-ssl', 'grpc-use-ssl-mutual', 'grpc-server-cert', 'grpc-server-key', 'grpc-root-cert'],
-  },
-  { title: 'Metrics', flags: ['allow-metrics', 'metrics-address', 'metrics-port', 'metrics-config', 'metrics-interval-ms', 'allow-cpu-metrics', 'allow-gpu-metrics', 'nvidia-smi-path'] },
-  { title: 'OpenAI-compatible API', flags: ['openai', 'openai-port', 'openai-api-key'] },
-  { title: 'Response cache and trace', flags: ['response-cache-byte-size', 'cache-config', 'trace-file', 'trace-config'] },
-  { title: 'Logging', flags: ['log-level', 'log-format', 'log-verbose', 'log-info', 'log-warning', 'log-error'] },
-];
+/** The title of each section of the help. */
+const SECTION_TITLES: Record<HelpSection, string> = {
+  serve: 'What to serve',
+  onnx: 'ONNX files (serve model.onnx, config model.onnx)',
+  models: 'Models',
+  server: 'Server',
+  http: 'HTTP',
+  grpc: 'gRPC',
+  metrics: 'Metrics',
+  openai: 'OpenAI-compatible API',
+  cache: 'Response cache and trace',
+  logging: 'Logging',
+};
+
+/** The sections of the help, each with its flags, in the order listed. */
+export const FLAG_SECTIONS: readonly { readonly title: string; readonly flags: readonly string[] }[] = HELP_SECTIONS.map((section) => ({
+  title: SECTION_TITLES[section],
+  flags: FLAGS.filter((f) => f.section === section).map((f) => f.name),
+}));
 
 /** What a bare `tstriton` prints: the commands and examples, and where the flags are. */
 export function usageText(): string {
@@ -78,9 +73,7 @@ export function helpText(command: Command | undefined): string {
       const [usage, summary, details] = [flagUsage(f), f.summary, describe(f, defaults)];
       return usage.length < width ? [`  ${usage.padEnd(width)}${summary}`, `${indent}${details}`] : [`  ${usage}`, `${indent}${summary}`, `${indent}${details}`];
     });
-  const listed = new Set(FLAG_SECTIONS.flatMap((s) => s.flags));
-  const sections = [...FLAG_SECTIONS, { title: 'Other', flags: flags.filter((f) => !listed.has(f.name)).map((f) => f.name) }]
-    .map((section) => ({ title: section.title, flags: section.flags.map((name) => flags.find((f) => f.name === name)).filter((f): f is FlagSpec => f !== undefined) }))
+  const sections = HELP_SECTIONS.map((section) => ({ title: SECTION_TITLES[section], flags: flags.filter((f) => f.section === section) }))
     .filter((section) => section.flags.length > 0)
     .map((section) => `${section.title}:\n${rows(section.flags).join('\n')}`);
   return `${USAGE[command ?? 'main']}\n\n${sections.join('\n\n')}\n\n  ${'--help'.padEnd(width)}this help\n`;
@@ -103,4 +96,14 @@ export function flagDefault(f: FlagSpec, defaults: Record<string, unknown> = new
 
 function describe(f: FlagSpec, defaults: Record<string, unknown>): string {
   return [flagEnv(f) ?? 'no variable', `default ${flagDefault(f, defaults)}`, f.triton ? `Triton ${f.triton}` : 'tstriton only'].join(' · ');
+}
+
+/** docs/cli.md's table of the flags: one row per flag, in the order of the help, with its variable, default and Triton flag. */
+export function flagTable(): string {
+  const defaults = new TritonConfig() as unknown as Record<string, unknown>;
+  const rows = FLAGS.map((f) => {
+    const env = flagEnv(f);
+    return `| \`--${f.name}\`${f.repeatable ? ' (repeatable)' : ''} | ${env ? `\`${env}\`` : '—'} | ${flagDefault(f, defaults)} | ${f.triton ? `\`${f.triton}\`` : 'tstriton only'} | ${f.summary} |`;
+  });
+  return ['| Flag | Variable | Default | Triton flag | What it does |', '| --- | --- | --- | --- | --- |', ...rows].join('\n');
 }
