@@ -19,7 +19,8 @@ import { ResponseCache } from '../model/response-cache';
 import { GrpcServer } from '../server/grpc/grpc-server';
 import { FrontEnds, frontEndThreadCount, reusePortSupported } from '../server/front-end/front-ends';
 import { Metrics, MetricsServer } from '../metrics/metrics';
-import { HttpServer } from '../server/http/http-server';
+import type { HttpServer } from '../server/http/http-server';
+import { httpPortServer, openAiPortServer } from '../server/http-ports';
 import type { HttpEndpoint, HttpRouter } from '../server/http/http-router';
 import type { Registry } from 'prom-client';
 import { headerMatcher } from '../server/forward-headers';
@@ -148,7 +149,7 @@ export class Triton implements AsyncDisposable {
     });
     this.control = new ModelControl(this.repository, this.building, this.config, this.logger);
     this.repositories = new RepositoryControl(this.building, this.config, this.logger, { codeUploads: this.repositoryApiNeedsKey() });
-    this.httpServer = new HttpServer(this, this.logger);
+    this.httpServer = httpPortServer(this, this.logger);
     // Built now, so that a bad TLS setting fails here rather than in run().
     this.grpc = this.config.allowGrpc ? new GrpcServer(this, this.logger) : undefined;
     if (this.config.allowMetrics) {
@@ -392,7 +393,7 @@ export class Triton implements AsyncDisposable {
         forceClose: () => this.httpServer.forceClose(),
       });
     }
-    if (openai) transports.push(new HttpServer(this, this.logger, { routes: 'openai' }));
+    if (openai) transports.push(openAiPortServer(this, this.logger));
     if (this.grpc) transports.push(this.grpc);
     return transports;
   }

@@ -3,7 +3,7 @@ import { TritonConfig, type TritonConfigInit } from '../../config/triton-config'
 import { TritonError } from '../../base/errors';
 import { createLogger } from '../../logging/logger';
 import { GrpcServer } from '../grpc/grpc-server';
-import { HttpServer } from '../http/http-server';
+import { httpPortServer, openAiPortServer } from '../http-ports';
 import type { FromFrontEnd, Phase, Ports, ToFrontEnd } from './messages';
 import { RemoteCore } from './remote-core';
 import { packError, SyncCaller } from './sync-call';
@@ -28,9 +28,9 @@ function main(port: MessagePort, init: FrontEndInit): void {
   const config = new TritonConfig(init.config);
   const logger = createLogger(config.logLevel, config.logFormat);
   const core = new RemoteCore(config, new SyncCaller(init.syncPort, init.syncFlag), port, init.counters, logger);
-  const http = config.allowHttp ? new HttpServer(core, logger) : undefined;
+  const http = config.allowHttp ? httpPortServer(core, logger) : undefined;
   const grpc = config.allowGrpc ? new GrpcServer(core, logger) : undefined;
-  const openai = config.openai && config.openaiPort >= 0 ? new HttpServer(core, logger, { routes: 'openai' }) : undefined;
+  const openai = config.openai && config.openaiPort >= 0 ? openAiPortServer(core, logger) : undefined;
   const post = (m: FromFrontEnd) => port.postMessage(m);
 
   const listen = async (ports: Ports, reusePort: boolean): Promise<Ports> => ({

@@ -1,72 +1,66 @@
 import * as http from 'node:http';
 import { RequestMemory } from '../../tensor/buffer-pool';
-import * as https from 'node:https';
+import type * as https from 'node:https';
 import type { Socket } from 'node:net';
 import { listenOn } from '../../base/listen';
-import express, { type Express, type NextFunction, type Router } from 'express';
+import express, { type Express, type Router } from 'express';
 import { Cancellation } from '../../base/cancellation';
-import { TritonError, toTritonError, SERVER_STOPPING_MESSAGE, tritonError } from '../../base/errors';
+import { TritonError, toTritonError, SERVER_STOPPING_MESSAGE } from '../../base/errors';
 import type { Logger } from '../../logging/logger';
 import type { ServerCore, Transport } from '../server-core';
-import { compress, negotiateEncoding, ownMemory, readBody, readJsonObject } from './body';
-import { handleSharedMemory, SHARED_MEMORY_ROUTE } from './shared-memory-routes';
-import { handleRepository, REPOSITORY_ROUTE } from './repository-routes';
+import { compress, negotiateEncoding, ownMemory, readBody } from './body';
 import type { InferCall } from '../infer-entry';
-import { handleGenerate } from './generate';
 import { decodeHttpInfer, inferHeaderLength, encodeHttpInfer, type DecodedHttpInfer, type EncodedHttpInfer } from './infer-codec';
 import { RestrictedApis, httpApiGroup, httpRestrictedError } from '../restricted-api';
 import { decodeSegment, requestTarget } from './request-target';
 import type { ConnectionDrain } from './connection-drain';
 import { createNodeHttpServer } from './node-server';
-import { isOpenAiPath, OpenAiFrontend } from '../openai/openai-frontend';
-import { sendOpenAiError } from '../openai/openai-error';
+import { kserveRoutes, MODEL_ROUTE } from './kserve-routes';
+import type { MountApi, MountedApi } from './mounted-api';
+import { sendError } from './send-error';
 
-/** `/v2/logging`. */
-const LOGGING_ROUTE = /^\/v2\/logging$/;
-/** `/v2/trace/setting` and `/v2/models/{m}/trace/setting`. */
-const TRACE_ROUTE = /^\/v2(?:\/models\/([^/]+))?\/trace\/setting$/;
-/** Model routes: `/v2/models/{m}[/versions/{v}][/{action}]`, matched on the path only, as Triton does. */
-const MODEL_ROUTE = /^\/v2\/models\/([^/]+)(?:\/versions\/([0-9]+))?(?:\/(infer|generate|generate_stream|ready|config|stats))?$/;
-
-/** The answer to requests that arrive once the server is stopping, as Triton words it. */
-const STOPPING = SERVER_STOPPING_MESSAGE;
-
-/** What an `HttpServer` serves. */
-export interface HttpServerOptions {
-  /**
-   * `'all'` (the HTTP port, `httpPort`): KServe v2, users' routes, and the OpenAI-compatible API under `/v1` with
-   * `openai`. `'openai'` (the OpenAI port, `openaiPort`): only `/v1`, every error (a path elsewhere is 404) in
-   * OpenAI's shape.
-   */
-  readonly routes?: 'all' | 'openai';
+/** A port of its own for a mounted API (the OpenAI port, `openaiPort`). */
+export interface OwnPort {
+  /** Its name in `triton.ports` (`openai`). */
+  readonly name: string;
+  readonly port: number;
 }
+
+/**
+ * What an `HttpServer` serves. Without `alone` (the HTTP port, `httpPort`): KServe v2, users' routes, and the
+ * mounted API on its paths (the OpenAI-compatible API under `/v1` with `openai`). With `alone`: only the mounted
+ * API, on a port of its own, every error (a path elsewhere is 404) in its shape.
+ */
+export type HttpServerOptions = { readonly mount?: MountApi; readonly alone?: undefined } | { readonly mount: MountApi; readonly alone: OwnPort };
 
 /** Writes an error answer in one API's shape. */
 type SendError = (res: http.ServerResponse, err: TritonError) => void;
 
 /**
  * The HTTP endpoint (HTTPS with `httpUseSsl`). POST `/infer` is handled on node:http directly (it is the hot
- * path); every other route is served by an express app, which stays open for users' own routes through
- * `router`. With `routes: 'openai'`, the OpenAI-compatible API on a port of its own, as Triton's OpenAI frontend
- * has one: the same endpoints, restrictions, API key and TLS settings as on the HTTP port, and the same orderly stop.
+ * path); every other KServe v2 route is served by an express app (`kserveRoutes`), which stays open for users' own
+ * routes through `router`. A mounted API (the OpenAI-compatible one) gets the requests on its paths; `alone`, on a
+ * port of its own, as Triton's OpenAI frontend has one: with the same restrictions, TLS settings and orderly stop as
+ * the HTTP port.
  */
 export class HttpServer implements Transport {
-  /** `http`, or `openai` for the OpenAI port: the name in `triton.ports`. */
-  readonly name: 'http' | 'openai';
+  /** `http`, or the name of the mounted API's own port (`openai`): the name in `triton.ports`. */
+  readonly name: string;
   readonly app: Express;
   /** Mount your own routes here; they are tried before the server's 404 (on the HTTP port only). */
   readonly router: Router;
   private readonly server: http.Server | https.Server;
-  /** Which request headers become parameters (`httpHeaderForwardPattern`). */
   /** API groups that need a header (`httpRestrictedApi`). */
   private readonly restricted: RestrictedApis;
   /** The open connections, closed one by one between exchanges when the server stops. */
   private readonly connections: ConnectionDrain;
-  /** The OpenAI-compatible API under `/v1` (`openai`). */
-  private readonly openai: OpenAiFrontend | undefined;
-  /** Serves the OpenAI-compatible API alone (`routes: 'openai'`). */
-  private readonly openaiOnly: boolean;
-  /** How the port answers an error of its own (a stopping server, a fault): Triton's shape, or OpenAI's. */
+  /** The API mounted on its own paths (the OpenAI-compatible API under `/v1`). */
+  private readonly mounted: MountedApi | undefined;
+  /** The mounted API, when the port serves it alone. */
+  private readonly alone: MountedApi | undefined;
+  /** Where the port listens: `httpPort`, or the mounted API's own. */
+  private readonly port: () => number;
+  /** How the port answers an error of its own (a stopping server, a fault): Triton's shape, or the mounted API's. */
   private readonly sendPortError: SendError;
 
   constructor(
@@ -74,13 +68,21 @@ export class HttpServer implements Transport {
     private readonly logger: Logger,
     options: HttpServerOptions = {},
   ) {
-    this.openaiOnly = options.routes === 'openai';
-    this.name = this.openaiOnly ? 'openai' : 'http';
-    this.sendPortError = this.openaiOnly ? sendOpenAiError : sendError;
     this.restricted = RestrictedApis.parse(core.config.httpRestrictedApi, 'httpRestrictedApi');
-    this.openai = core.config.openai || this.openaiOnly ? new OpenAiFrontend(core, this.restricted, logger) : undefined;
+    this.mounted = options.mount?.(this.restricted);
+    if (options.alone) {
+      const { name, port } = options.alone;
+      this.alone = this.mounted;
+      this.name = name;
+      this.port = () => port;
+    } else {
+      this.name = 'http';
+      this.port = () => core.config.httpPort;
+    }
+    const alone = this.alone;
+    this.sendPortError = alone ? (res, err) => alone.sendError(res, err) : sendError;
     this.router = express.Router();
-    this.app = buildApp(core, this.router, (err, req, res) => this.escaped(err, req, res));
+    this.app = kserveRoutes(core, this.router, (err, req, res) => this.escaped(err, req, res));
     const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => this.handle(req, res);
     ({ server: this.server, connections: this.connections } = createNodeHttpServer(core.config, handler));
   }
@@ -90,10 +92,9 @@ export class HttpServer implements Transport {
     return listenOn(this.server, port, host, reusePort);
   }
 
-  /** Starts listening on its port (`httpPort`, or `openaiPort`) and the HTTP address; resolves with the bound port. */
+  /** Starts listening on its port (`httpPort`, or the mounted API's own) and the HTTP address; resolves with the bound port. */
   start(): Promise<number> {
-    const { config } = this.core;
-    return this.listen(this.openaiOnly ? config.openaiPort : config.httpPort, config.httpAddress);
+    return this.listen(this.port(), this.core.config.httpAddress);
   }
 
   /**
@@ -157,11 +158,11 @@ export class HttpServer implements Transport {
       req.url = parsed.url;
       path = parsed.path;
     } catch (err) {
-      return this.openai && isOpenAiPath(target) ? sendOpenAiError(res, err) : this.sendPortError(res, toTritonError(err));
+      return this.mounted?.owns(target) ? this.mounted.sendError(res, err) : this.sendPortError(res, toTritonError(err));
     }
-    // The OpenAI-compatible API applies the same restrictions itself, answering in OpenAI's error shape.
-    if (this.openai && isOpenAiPath(path)) return this.openai.handle(req, res, path);
-    if (this.openaiOnly) return sendOpenAiError(res, new TritonError('NOT_FOUND', `Invalid URL (${req.method ?? ''} ${path})`));
+    // The mounted API applies the same restrictions itself, answering in its own error shape.
+    if (this.mounted?.owns(path)) return this.mounted.handle(req, res, path);
+    if (this.alone) return this.alone.sendError(res, this.alone.unknownPath(req.method, path));
     // Every route, the infer hot path and users' own included, passes this one check.
     if (this.restricted.any) {
       const missing = this.restricted.missingHeader(httpApiGroup(path), (name) => req.headers[name]);
@@ -306,137 +307,11 @@ function exchangesOf(socket: Socket & { [EXCHANGES]?: Set<Cancellation> }): Set<
 /** Below this size, copying the response into one buffer is cheaper than a vectored write. */
 const SMALL_BODY = 16 * 1024;
 
-/** Writes Triton's error body `{"error": "..."}` with the status from the error table. */
-export function sendError(res: http.ServerResponse, err: TritonError): void {
-  if (res.headersSent) {
-    // A response under way cannot change its status: cut it, so that the client sees it incomplete. One
-    // already complete stays as it is.
-    if (!res.writableEnded) res.destroy(err);
-    return;
-  }
-  // Refused because the server is stopping: the connection closes too, like every refusal of a stopping server,
-  // also for a request that reached the core only after the stop began (from a front-end thread, or while its body
-  // was read), whose exchange began before the drain.
-  if (err.code === 'UNAVAILABLE' && err.message === STOPPING) res.shouldKeepAlive = false;
-  const body = JSON.stringify({ error: err.message });
-  const headers: http.OutgoingHttpHeaders = { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) };
-  if (err.code === 'UNSUPPORTED' && /compression/i.test(err.message)) headers['Accept-Encoding'] = 'gzip, deflate';
-  res.writeHead(err.httpStatus, headers);
-  res.end(body);
-}
-
-/** What answers an error a route let through. */
-type EscapedError = (err: unknown, req: http.IncomingMessage, res: http.ServerResponse) => void;
-
-function buildApp(core: ServerCore, router: Router, escaped: EscapedError): Express {
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('etag', false);
-  // Triton has no trailing-slash tolerance: `/v2/` and `/v2/health/live/` are 404.
-  app.set('strict routing', true);
-
-  const health = (ok: () => boolean) => (req: express.Request, res: express.Response) => {
-    if (req.method !== 'GET') return methodNotAllowed(res);
-    res.status(ok() ? 200 : 400).end();
-  };
-  app.all('/v2/health/live', health(() => core.isLive()));
-  app.all('/v2/health/ready', health(() => core.isReady()));
-  app.all('/v2', (req, res) => {
-    if (req.method !== 'GET') return methodNotAllowed(res);
-    res.json(core.metadata());
-  });
-
-  serveJson(app, TRACE_ROUTE, async (m, req) => {
-    const model = m[1] === undefined ? undefined : decodeSegment(m[1]);
-    if (req.method === 'GET') return core.traceSettings(model);
-    if (req.method !== 'POST') throw tritonError('methodNotAllowed');
-    return core.traceSettings(model, await readJsonObject(req, core.config.jsonMaxDepth, 'the trace settings'));
-  });
-  serveJson(app, LOGGING_ROUTE, async (_m, req) => {
-    if (req.method === 'GET') return core.logSettings();
-    if (req.method !== 'POST') throw tritonError('methodNotAllowed');
-    return core.logSettings(await readJsonObject(req, core.config.jsonMaxDepth, 'the logging settings'));
-  });
-  serveJson(app, REPOSITORY_ROUTE, (m, req) => handleRepository(core, m, req));
-  serveJson(app, SHARED_MEMORY_ROUTE, (m, req) => handleSharedMemory(core, m, req));
-
-  app.all('/v2/models/stats', (req, res) => {
-    if (req.method !== 'GET') return methodNotAllowed(res);
-    try {
-      res.json({ model_stats: core.modelStatistics() });
-    } catch (err) {
-      sendError(res, toTritonError(err));
-    }
-  });
-
-  app.use((req, res, next: NextFunction) => {
-    const m = MODEL_ROUTE.exec(req.path);
-    if (!m) return next();
-    const [, rawName, version, action] = m;
-    const wantsPost = action === 'infer' || action === 'generate' || action === 'generate_stream';
-    if (req.method !== (wantsPost ? 'POST' : 'GET')) return methodNotAllowed(res);
-    try {
-      const name = decodeSegment(rawName as string);
-      if (action === 'generate' || action === 'generate_stream') {
-        // The core finds the model. Returned: express answers a rejection of the error handler itself through `escaped`.
-        return handleGenerate(core, name, version, req, res, action === 'generate_stream').catch((err: unknown) => sendError(res, toTritonError(err)));
-      }
-      const model = core.repository.get(name, version);
-      switch (action) {
-        case undefined:
-          res.json(core.repository.metadataOf(model.name, version));
-          return;
-        case 'ready':
-          if (model.ready) res.status(200).end();
-          else sendError(res, tritonError('versionNotReady'));
-          return;
-        case 'config':
-          res.json(model.configJson);
-          return;
-        case 'stats':
-          res.json({ model_stats: core.modelStatistics(model.name, version) });
-          return;
-        default:
-          throw new TritonError('UNSUPPORTED', `the '${action}' endpoint is not supported by this server`);
-      }
-    } catch (err) {
-      sendError(res, toTritonError(err));
-    }
-  });
-
-  app.use(router);
-  app.use((_req, res) => sendError(res, tritonError('notFound')));
-  // What a route (ours or a user's) throws or rejects with is answered in Triton's form, never as express's
-  // HTML page.
-  app.use((err: unknown, req: express.Request, res: express.Response, _next: NextFunction) => escaped(err, req, res));
-  return app;
-}
-
-/**
- * Serves the paths `pattern` matches with `handle`: its value as JSON, or an empty 200 when it returns
- * undefined; a thrown error as Triton's error body.
- */
-function serveJson(app: Express, pattern: RegExp, handle: (match: RegExpExecArray, req: express.Request) => unknown): void {
-  app.use((req, res, next: NextFunction) => {
-    const m = pattern.exec(req.path);
-    if (!m) return next();
-    // Returned, so that express passes a failure of the answer itself to the error handler.
-    return new Promise<unknown>((resolve) => resolve(handle(m, req))).then(
-      (body) => (body === undefined ? res.status(200).type('application/json').end() : res.json(body)),
-      (err: unknown) => sendError(res, toTritonError(err)),
-    );
-  });
-}
-
 /**
  * Answers a request that arrived once the port closed: 503 (written by `send`), after its body is read so that the
  * connection closes with nothing unread (which would reset it). The drain has marked the response `Connection: close`.
  */
 function refuseStopping(req: http.IncomingMessage, res: http.ServerResponse, send: SendError): void {
-  req.once('end', () => send(res, new TritonError('UNAVAILABLE', STOPPING)));
+  req.once('end', () => send(res, new TritonError('UNAVAILABLE', SERVER_STOPPING_MESSAGE)));
   req.resume();
-}
-
-function methodNotAllowed(res: http.ServerResponse): void {
-  sendError(res, tritonError('methodNotAllowed'));
 }

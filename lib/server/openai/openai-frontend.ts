@@ -5,6 +5,7 @@ import { TritonError } from '../../base/errors';
 import type { Logger } from '../../logging/logger';
 import type { ModelView } from '../../model/model-view';
 import { readBody } from '../http/body';
+import type { MountApi, MountedApi } from '../http/mounted-api';
 import { decodeSegment } from '../http/request-target';
 import { httpRestrictedError, type ApiGroup, type RestrictedApis } from '../restricted-api';
 import type { ServerCore } from '../server-core';
@@ -19,7 +20,7 @@ const POST_ROUTES = new Set(['/v1/completions', '/v1/chat/completions', '/v1/emb
 const MODEL_ROUTE = /^\/v1\/models\/([^/]+)$/;
 
 /** True for the paths the OpenAI-compatible API answers (all of `/v1`). */
-export function isOpenAiPath(path: string): boolean {
+function isOpenAiPath(path: string): boolean {
   return path === '/v1' || path.startsWith('/v1/');
 }
 
@@ -36,9 +37,10 @@ export function openAiApiGroup(method: string | undefined, path: string): ApiGro
 /**
  * The OpenAI-compatible API over the bound models: `GET /v1/models`, `POST /v1/completions`,
  * `POST /v1/chat/completions` (streaming as Server-Sent Events) and `POST /v1/embeddings`, every error in OpenAI's
- * shape. Served on the HTTP port with `openai`, and on a port of its own with `openaiPort` (docs/openai.md).
+ * shape. Mounted on the HTTP port with `openai`, and served alone on a port of its own with `openaiPort`
+ * (docs/openai.md).
  */
-export class OpenAiFrontend {
+export class OpenAiFrontend implements MountedApi {
   /** `created` of every model in the list: when the frontend started (models carry no creation time). */
   private readonly created = Math.floor(Date.now() / 1000);
   /** `Authorization` header value every request needs (`openaiApiKey`). */
@@ -53,7 +55,20 @@ export class OpenAiFrontend {
     this.authorization = key === undefined || key === '' ? undefined : Buffer.from(`Bearer ${key}`, 'utf8');
   }
 
-  /** Answers one request whose path `isOpenAiPath`; never throws, never rejects. */
+  /** All of `/v1`. */
+  owns(path: string): boolean {
+    return isOpenAiPath(path);
+  }
+
+  sendError(res: http.ServerResponse, err: unknown): void {
+    sendOpenAiError(res, err);
+  }
+
+  unknownPath(method: string | undefined, path: string): TritonError {
+    return invalidUrl(method, path);
+  }
+
+  /** Answers one request on a path it `owns`; never throws, never rejects. */
   handle(req: http.IncomingMessage, res: http.ServerResponse, path: string): void {
     this.serve(req, res, path).catch((err: unknown) => {
       if (!(err instanceof TritonError)) this.logger.error({ err, method: req.method, url: req.url }, 'OpenAI request handler failed');
@@ -77,7 +92,7 @@ export class OpenAiFrontend {
       if (method !== 'GET') throw methodNotAllowed(method, path);
       return sendJson(res, this.modelEntry(this.model(decodeSegment(one[1] as string)).name));
     }
-    if (!POST_ROUTES.has(path)) throw new TritonError('NOT_FOUND', `Invalid URL (${method ?? ''} ${path})`);
+    if (!POST_ROUTES.has(path)) throw invalidUrl(method, path);
     if (method !== 'POST') throw methodNotAllowed(method, path);
     const cancellation = new Cancellation();
     // A client that goes away cancels the request: its model's signal fires and a generator is closed.
@@ -129,10 +144,20 @@ export class OpenAiFrontend {
   }
 }
 
+/** The OpenAI-compatible API, for `HttpServer`'s `mount`: made per port, with that port's restrictions. */
+export function mountOpenAi(core: ServerCore, logger: Logger): MountApi {
+  return (restricted) => new OpenAiFrontend(core, restricted, logger);
+}
+
 function sendJson(res: http.ServerResponse, value: unknown): void {
   const text = JSON.stringify(value);
   res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
   res.end(text);
+}
+
+/** OpenAI's 404 for a path it has no endpoint on. */
+function invalidUrl(method: string | undefined, path: string): TritonError {
+  return new TritonError('NOT_FOUND', `Invalid URL (${method ?? ''} ${path})`);
 }
 
 function unknownModel(name: string): TritonError {
