@@ -73,7 +73,7 @@ function settingFlag(field: SettingKey, setting: SettingSpec): FlagSpec {
     ...((setting.type === 'list' || (setting.type === 'string' && setting.repeatable)) && { repeatable: true }),
     field,
     ...(setting.defaultText !== undefined && { default: setting.defaultText }),
-    ...(setting.triton && { triton: `--${name}` }),
+    ...(setting.triton !== false && { triton: setting.triton === true ? `--${name}` : setting.triton }),
     commands: setting.configCommand ? BOTH : SERVE,
     section: setting.section,
     ...(setting.placeholder !== undefined && { placeholder: setting.placeholder }),

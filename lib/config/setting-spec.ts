@@ -38,8 +38,8 @@ interface SettingPresentation {
   readonly section: HelpSection;
   /** The flag's one line in `--help` and in docs/cli.md's table. */
   readonly help: string;
-  /** Whether tritonserver takes the same flag; false: the flag is tstriton's only. */
-  readonly triton: boolean;
+  /** tritonserver's flag for the setting: `true` when it is the same flag, its name where it differs; false: none. */
+  readonly triton: boolean | `--${string}`;
   /** The flag without its dashes, where it is not the field's name in kebab case (`httpPort` → `http-port`). */
   readonly flag?: string;
   /** The value's placeholder in `--help` (`<port>`); the type's name when absent. Booleans and enums show their values. */

@@ -78,7 +78,7 @@ describe.each(SETTING_KEYS.map((key) => [key, SERVER_SETTINGS[key] as SettingSpe
       .split('\n')
       .find((l) => l.includes(` ${envName(key)} · `));
     expect(line).toBeDefined();
-    expect(line).toContain(spec.triton ? `Triton ${flag}` : 'tstriton only');
+    expect(line).toContain(spec.triton === false ? 'tstriton only' : `Triton ${spec.triton === true ? flag : spec.triton}`);
     expect(helpText(undefined)).toContain(`  ${flag} `);
   });
 
