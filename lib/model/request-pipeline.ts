@@ -225,7 +225,7 @@ export class RequestPipeline implements JobOwner {
     return job;
   }
 
-  /** @internal Called once by each request's job when it ends. */
+  /** Called once by each request's job when it ends. */
   jobReleased(): void {
     this.live.done();
   }
