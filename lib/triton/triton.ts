@@ -1,13 +1,11 @@
 import { TritonConfig, type TritonConfigInit } from '../config/triton-config';
 import { validateOrThrow } from '../config/validate';
-import { TritonError, type UnrecoverableError, serverStarting, serverStopping } from '../base/errors';
+import { TritonError, serverStopping } from '../base/errors';
 import { BlsRouter } from '../bls/bls-router';
 import { InFlight } from '../base/in-flight';
 import { createLogger, type Logger } from '../logging/logger';
 import { parseBackendConfig } from '../config/backend-config';
-import { eachAtMost, loadWithProgress, logModelTable, logLoadFailed, logServing, logStarted, logStartFailed } from '../repository/start-report';
 import type { InferenceRequest, InferenceResponse } from '../model/inference';
-import type { Model } from '../model/model';
 import type { BoundModel } from '../model/bound-model';
 import { boundModel } from '../model/model-handle';
 import { buildModel, checkBinding, type BuildContext } from '../model/model-builder';
@@ -17,23 +15,23 @@ import { ModelRepository } from '../model/model-repository';
 import { RepositoryControl } from '../repository/repository-control';
 import { ResponseCache } from '../model/response-cache';
 import { GrpcServer } from '../server/grpc/grpc-server';
-import { FrontEnds, frontEndThreadCount, reusePortSupported } from '../server/front-end/front-ends';
 import { Metrics, MetricsServer } from '../metrics/metrics';
 import type { HttpServer } from '../server/http/http-server';
-import { httpPortServer, openAiPortServer } from '../server/http-ports';
+import { httpPortServer } from '../server/http-ports';
 import type { HttpEndpoint, HttpRouter } from '../server/http/http-router';
 import type { Registry } from 'prom-client';
 import { headerMatcher } from '../server/forward-headers';
 import { InferEntry, type InferCall, type ResponseSink } from '../server/infer-entry';
-import { RestrictedApis } from '../server/restricted-api';
 import { SharedMemoryManager } from '../server/shared-memory';
 import { BufferPool } from '../tensor/buffer-pool';
 import { logSettingsOf, updateLogSettings, type LogSettings } from '../logging/log-settings';
 import { Tracer, type TraceSettings } from '../tracing/trace';
-import type { RepositoryIndexEntry, ServerMetadata, Transport } from '../server/server-core';
-import { applyMarkingTriggers } from '../server/marking-triggers';
+import type { RepositoryIndexEntry, ServerMetadata } from '../server/server-core';
 import { VERSION } from '../base/version';
+import { ServerLifecycle, type RunOptions } from './lifecycle';
+import { portTransports, repositoryApiNeedsKey } from './server-ports';
 
+export type { RunOptions } from './lifecycle';
 export type { BindOptions } from '../model/bind-options';
 export type { BoundModel } from '../model/bound-model';
 export type { HttpEndpoint, HttpRouter, RouteHandler, ErrorRouteHandler, RouteRequest, RouteResponse, RoutePath } from '../server/http/http-router';
@@ -42,14 +40,6 @@ export type { HttpEndpoint, HttpRouter, RouteHandler, ErrorRouteHandler, RouteRe
 export interface MetricsEndpoint {
   /** Add metrics of your own with `registers: [triton.metrics.registry]` (prom-client). */
   readonly registry: Registry;
-}
-
-type State = 'created' | 'starting' | 'running' | 'stopping' | 'stopped';
-
-/** Options of `run()` and `serve()`. */
-export interface RunOptions {
-  /** Stops the server (as `stop()` does) when it aborts; an aborted signal refuses to start. */
-  signal?: AbortSignal;
 }
 
 /** Extensions the server implements; `GET /v2` lists exactly these. */
@@ -67,9 +57,9 @@ const EXTENSIONS = [
 ];
 
 /**
- * The server: binds models, serves them over HTTP (and the other transports), and stops in order:
- * not-ready and refusing new inference → drain in-flight work (up to `exitTimeoutSeconds`, then fail what is
- * left) → close the transports → close the instances.
+ * The server: binds models, serves them over HTTP (and the other transports), and stops in order
+ * (`ServerLifecycle`): not-ready and refusing new inference → drain in-flight work (up to `exitTimeoutSeconds`,
+ * then fail what is left) → close the transports → close the instances.
  *
  * Its public type is what the package's declarations keep (docs/api.md); the members tagged internal serve the
  * transports (the `ServerCore` each is given) and the tests, and are left out of them (`stripInternal`).
@@ -85,7 +75,7 @@ export class Triton implements AsyncDisposable {
   /** Prometheus metrics. */
   private readonly prometheus: Metrics;
   /** Ports actually bound, by transport name (`http`, `grpc`, `metrics`, `openai`), once running. */
-  readonly ports: Record<string, number> = {};
+  readonly ports: Record<string, number>;
   /** The response cache (when `responseCacheByteSize` > 0), shared by the models that enable it. */
   private readonly responseCache: ResponseCache | undefined;
   /** System shared-memory regions clients registered (when `allowSharedMemory`). @internal */
@@ -95,11 +85,8 @@ export class Triton implements AsyncDisposable {
   /** The trace extension: its settings, and the traces it writes to `traceFile`. */
   private readonly tracer: Tracer;
 
-  private state: State = 'created';
-  /** How each bound model was bound, to build it again when it is loaded after an unload. */
-  private readonly transports: Transport[] = [];
-  private stopping: Promise<number> | undefined;
-  private exitCode = 0;
+  /** Its start, its state and its orderly stop. */
+  private readonly lifecycle: ServerLifecycle;
   /** Requests in flight, for an orderly stop. */
   private readonly inFlight = new InFlight();
   /** Serves the calls models make to other models. */
@@ -114,8 +101,6 @@ export class Triton implements AsyncDisposable {
   private readonly entry: InferEntry;
   /** The gRPC endpoint when it is served on this thread. */
   private readonly grpc: GrpcServer | undefined;
-  private stopped!: Promise<number>;
-  private resolveStopped!: (code: number) => void;
 
   constructor(config?: TritonConfig | TritonConfigInit) {
     this.config = config instanceof TritonConfig ? config : TritonConfig.fromEnv(process.env, config);
@@ -133,14 +118,14 @@ export class Triton implements AsyncDisposable {
       observeLatencies: this.prometheus.observeLatencies,
       customMetrics: (model, version) => this.prometheus.custom.forModel(model, version),
       bls: this.bls.handle,
-      onUnrecoverable: (err, model) => this.onUnrecoverable(err, model),
+      onUnrecoverable: (err, model) => this.lifecycle.unrecoverable(err, model),
       gpuExecutionProvider: this.config.gpuExecutionProvider,
       defaultMaxBatchSize: parseBackendConfig(this.config.backendConfig).defaultMaxBatchSize,
     };
     this.entry = new InferEntry({
       repository: this.repository,
       inFlight: this.inFlight,
-      refusal: () => (this.state === 'running' ? undefined : this.notRunning()),
+      refusal: () => this.lifecycle.refusal(),
       logger: this.logger,
       forward: {
         HTTP: headerMatcher(this.config.httpHeaderForwardPattern, 'httpHeaderForwardPattern'),
@@ -148,26 +133,35 @@ export class Triton implements AsyncDisposable {
       },
     });
     this.control = new ModelControl(this.repository, this.building, this.config, this.logger);
-    this.repositories = new RepositoryControl(this.building, this.config, this.logger, { codeUploads: this.repositoryApiNeedsKey() });
+    this.repositories = new RepositoryControl(this.building, this.config, this.logger, { codeUploads: repositoryApiNeedsKey(this.config) });
     this.httpServer = httpPortServer(this, this.logger);
     // Built now, so that a bad TLS setting fails here rather than in run().
     this.grpc = this.config.allowGrpc ? new GrpcServer(this, this.logger) : undefined;
+    this.lifecycle = new ServerLifecycle({
+      config: this.config,
+      logger: this.logger,
+      repository: this.repository,
+      repositories: this.repositories,
+      inFlight: this.inFlight,
+      portTransports: () => portTransports({ core: this, repository: this.repository, config: this.config, logger: this.logger, httpServer: this.httpServer, grpc: this.grpc }),
+      repositoryIndex: () => this.repositoryIndex(),
+      release: async () => {
+        this.repositories.removeUploads();
+        this.bls.close();
+        this.sharedMemory.closeAll();
+        await this.tracer.close();
+      },
+    });
+    this.ports = this.lifecycle.ports;
     if (this.config.allowMetrics) {
       const server = new MetricsServer(this.prometheus);
-      this.addTransport({
+      this.lifecycle.addTransport({
         name: 'metrics',
         start: () => this.prometheus.start().then(() => server.listen(this.config.metricsPort, this.config.metricsAddress)),
         stopAccepting: () => {},
         forceClose: () => server.close(),
       });
     }
-    this.stopped = new Promise((resolve) => (this.resolveStopped = resolve));
-  }
-
-  /** Adds a transport started by `run()` and stopped by `stop()`. */
-  private addTransport(transport: Transport): void {
-    if (this.state !== 'created') throw new TritonError('INVALID_CONFIG', 'transports must be added before run()');
-    this.transports.push(transport);
   }
 
   /** The HTTP port's router, for routes of your own beside the KServe v2 API (an express `Router`). */
@@ -185,12 +179,12 @@ export class Triton implements AsyncDisposable {
    * handle on the bound model version (its name, version, state and generated config).
    */
   bind(options: BindOptions): BoundModel {
-    if (this.state === 'stopping' || this.state === 'stopped') throw new TritonError('UNAVAILABLE', 'cannot bind: the server is stopping');
+    if (this.lifecycle.state === 'stopping' || this.lifecycle.state === 'stopped') throw new TritonError('UNAVAILABLE', 'cannot bind: the server is stopping');
     const { modelName, version } = checkBinding(options, this.repository);
     const model = buildModel(options, modelName, version, this.building);
     this.repository.add(model);
     this.control.bound(model, options);
-    if (this.state === 'running') {
+    if (this.lifecycle.state === 'running') {
       model.load().catch((err: Error) => this.logger.error({ model: modelName, err: err.message }, 'model failed to load'));
     }
     return boundModel(model, this.repository);
@@ -202,9 +196,9 @@ export class Triton implements AsyncDisposable {
    * (all of them, except in `explicit` mode, where they wait for a load request).
    */
   async loadRepository(dir: string): Promise<void> {
-    if (this.state === 'stopping' || this.state === 'stopped') throw serverStopping();
+    if (this.lifecycle.state === 'stopping' || this.lifecycle.state === 'stopped') throw serverStopping();
     if (!this.config.modelRepository.includes(dir)) this.config.modelRepository.push(dir);
-    if (this.state === 'running') await this.repositories.scan(this.config.modelControlMode !== 'explicit');
+    if (this.lifecycle.state === 'running') await this.repositories.scan(this.config.modelControlMode !== 'explicit');
   }
 
   /** @internal */
@@ -227,193 +221,59 @@ export class Triton implements AsyncDisposable {
   /** @internal */
   async loadModel(name: string, override: LoadOverride = {}): Promise<void> {
     this.control.requireExplicit();
-    if (this.state !== 'running') throw serverStopping();
+    if (this.lifecycle.state !== 'running') throw serverStopping();
     const overriding = override.config !== undefined || override.files !== undefined;
     if (this.control.isBound(name)) {
       if (overriding) {
         const key = override.config !== undefined ? 'config' : `file:${Object.keys(override.files ?? {})[0] ?? ''}`;
         throw new TritonError('UNSUPPORTED', `failed to load '${name}': '${key}' is not supported; models are bound in code, so a load can only bring a bound model back`);
       }
-      return this.control.load(name, () => this.state === 'running');
+      return this.control.load(name, () => this.lifecycle.state === 'running');
     }
-    if (this.config.modelRepository.length === 0 && !overriding) return this.control.load(name, () => this.state === 'running');
+    if (this.config.modelRepository.length === 0 && !overriding) return this.control.load(name, () => this.lifecycle.state === 'running');
     return this.repositories.load(name, override);
   }
 
   /** @internal */
   unloadModel(name: string, unloadDependents = false): Promise<void> {
-    return this.control.unload(name, unloadDependents, () => this.state === 'running');
+    return this.control.unload(name, unloadDependents, () => this.lifecycle.state === 'running');
   }
 
   /** Starts every transport in the background; resolves once they listen. */
-  async run(options: RunOptions = {}): Promise<void> {
-    if (this.state !== 'created') throw new TritonError('INVALID_CONFIG', `run() called twice (server is ${this.state})`);
-    const { signal } = options;
-    if (signal?.aborted) throw new TritonError('CANCELLED', 'run() was cancelled before the server started');
-    // The ports' transports, decided now that users' routes are mounted (a bad setting leaves the server unstarted).
-    this.transports.unshift(...this.frontEnds());
-    // The signal stops the server, now or once it has started.
-    signal?.addEventListener('abort', () => void this.stop(), { once: true });
-    this.state = 'starting';
-    if (this.config.modelControlMode === 'explicit' && !this.repositoryApiNeedsKey()) {
-      this.logger.warn(
-        {},
-        'explicit model control with the model-repository API open to every client: anyone who can reach the HTTP or gRPC port can load and unload models; restrict it with httpRestrictedApi and grpcRestrictedProtocol (model-repository:<header>=<value>), see docs/security.md',
-      );
-    }
-    const marking = applyMarkingTriggers({ soft: this.config.incrementalMarkingSoftTrigger, hard: this.config.incrementalMarkingHardTrigger });
-    if (marking.length > 0) this.logger.debug({ v8Flags: marking }, 'V8 marking triggers set');
-    try {
-      for (const t of this.transports) {
-        const port = await t.start();
-        this.ports[t.name] = port;
-        logStarted(this.logger, t.name, this.listenAddress(t.name), port);
-      }
-      await this.loadAtStart();
-    } catch (err) {
-      // Said once, with the code the process exits with; then the stop's own line.
-      this.exitCode = 1;
-      logStartFailed(this.logger, err, this.exitCode);
-      this.state = 'running';
-      await this.stop();
-      throw err;
-    }
-    this.state = 'running';
-    logServing(this.logger, this.ports, this.repositoryIndex(), this.isReady());
-  }
-
-  /**
-   * Loads the bound models, then the repositories' (`modelLoadThreadCount` at once), each saying how long it
-   * took; then logs the model table. A model that fails stops the start unless `exitOnError` is false (a
-   * repository model only when it is true).
-   *
-   * @throws the first bound model's load error, or one naming every repository model that failed.
-   */
-  private async loadAtStart(): Promise<void> {
-    const { exitOnError } = this.config;
-    try {
-      await eachAtMost(this.config.modelLoadThreadCount, this.repository.all(), async (m) => {
-        try {
-          await loadWithProgress(this.logger, m.name, [m.version], () => m.load());
-        } catch (err) {
-          if (exitOnError !== false) throw err;
-          logLoadFailed(this.logger, m.name, (err as Error).message, m.version);
-        }
-      });
-      if (this.config.modelRepository.length > 0) await this.repositories.start();
-    } finally {
-      logModelTable(this.logger, this.repositoryIndex().filter((e) => e.state !== ''));
-    }
-    const failed = [...this.repositories.failedReasons()];
-    if (exitOnError === true && failed.length > 0) {
-      const reasons = failed.map(([name, reason]) => `'${name}': ${reason}`).join('; ');
-      throw new TritonError('INTERNAL', `${failed.length === 1 ? 'a model' : `${failed.length} models`} failed to load, and exit-on-error stops the start: ${reasons}`);
-    }
-  }
-
-  /** The address a transport listens on, as configured. */
-  private listenAddress(transport: string): string | undefined {
-    const { config } = this;
-    const addresses: Record<string, string> = { http: config.httpAddress, openai: config.httpAddress, grpc: config.grpcAddress, metrics: config.metricsAddress };
-    return addresses[transport];
+  run(options: RunOptions = {}): Promise<void> {
+    return this.lifecycle.run(options);
   }
 
   /**
    * Runs until stopped by `stop()`, SIGINT or SIGTERM, `options.signal`, or an UnrecoverableError; resolves with the exit
    * code (non-zero after an UnrecoverableError) and sets `process.exitCode` to it.
    */
-  async serve(options: RunOptions = {}): Promise<number> {
-    // Listened for before the start, so that a signal as soon as the server says it serves stops it in order (a
-    // signal with no listener ends the process at once). One during the start stops the server once the start is
-    // over; a second one, unheard, ends the process.
-    let starting: Promise<void> | undefined;
-    const onSignal = (signal: NodeJS.Signals) => {
-      this.logger.info({ signal }, 'stopping on signal');
-      void (starting ?? Promise.resolve()).catch(() => undefined).then(() => this.stop());
-    };
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
-    try {
-      starting = this.run(options);
-      await starting;
-      const code = await this.stopped;
-      process.exitCode = code;
-      return code;
-    } finally {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-    }
+  serve(options: RunOptions = {}): Promise<number> {
+    return this.lifecycle.serve(options);
   }
 
   /** Stops the server in order; idempotent. Resolves with the exit code. */
   stop(): Promise<number> {
-    this.stopping ??= this.shutdown();
-    return this.stopping;
+    return this.lifecycle.stop();
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
     await this.stop();
   }
 
-  /** True when every port that serves the model repository API (load, unload) asks for a key. */
-  private repositoryApiNeedsKey(): boolean {
-    const http = !this.config.allowHttp || RestrictedApis.parse(this.config.httpRestrictedApi, 'httpRestrictedApi').restriction('model-repository') !== undefined;
-    const grpc = !this.config.allowGrpc || RestrictedApis.parse(this.config.grpcRestrictedProtocol, 'grpcRestrictedProtocol').restriction('model-repository') !== undefined;
-    return http && grpc;
-  }
-
-  /**
-   * The HTTP, OpenAI and gRPC transports: on `httpThreadCount` front-end threads where there are more than one,
-   * else on this thread. Routes mounted on `http.router` are served on this thread only, so with them an automatic
-   * thread count stays at one (and an explicit one above one is refused).
-   */
-  private frontEnds(): Transport[] {
-    const { config } = this;
-    const openai = config.openai && config.openaiPort >= 0;
-    let threads = config.allowHttp || config.allowGrpc || openai ? frontEndThreadCount(config) : 1;
-    if (threads > 1 && this.httpServer.router.stack.length > 0) {
-      if (config.httpThreadCount > 1) {
-        throw new TritonError('INVALID_CONFIG', `routes mounted on http.router are served on the core thread only; set httpThreadCount to 1 (it is ${config.httpThreadCount})`);
-      }
-      this.logger.info({}, 'routes are mounted on http.router: the ports are served on the core thread (httpThreadCount 1)');
-      threads = 1;
-    }
-    if (threads > 1 && !reusePortSupported()) {
-      this.logger.warn({ httpThreadCount: threads, node: process.versions.node, platform: process.platform }, 'this platform cannot listen on one port from several threads (reusePort): the core thread serves the ports');
-      threads = 1;
-    }
-    if (threads > 1) return new FrontEnds({ core: this, repository: this.repository, config, logger: this.logger }, threads).transports();
-    const transports: Transport[] = [];
-    if (config.allowHttp) {
-      transports.push({
-        name: 'http',
-        start: () => this.httpServer.listen(config.httpPort, config.httpAddress),
-        drain: () => this.httpServer.drain(),
-        stopAccepting: () => this.httpServer.stopAccepting(),
-        forceClose: () => this.httpServer.forceClose(),
-      });
-    }
-    if (openai) transports.push(openAiPortServer(this, this.logger));
-    if (this.grpc) transports.push(this.grpc);
-    return transports;
-  }
-
   /** Resolves with the exit code once the server has stopped, however it stopped. */
   get done(): Promise<number> {
-    return this.stopped;
+    return this.lifecycle.done;
   }
 
   /** Live: started and not yet stopped (`GET /v2/health/live`). */
   isLive(): boolean {
-    return this.state === 'running' || this.state === 'stopping';
+    return this.lifecycle.isLive();
   }
 
   /** Ready: running, and with `strictReadiness` every model ready (`GET /v2/health/ready`). */
   isReady(): boolean {
-    if (this.state !== 'running') return false;
-    // Models unloaded on purpose do not hold the server back.
-    if (!this.config.strictReadiness) return true;
-    return this.repositories.failed.size === 0 && this.repository.all().every((m) => m.ready || m.unloaded);
+    return this.lifecycle.isReady();
   }
 
   /** @internal */
@@ -443,11 +303,6 @@ export class Triton implements AsyncDisposable {
     return models.map((m) => m.statistics.toJson(m.name, m.version));
   }
 
-  /** Why inference is refused outside 'running': still starting, or stopping. */
-  private notRunning(): TritonError {
-    return this.state === 'starting' || this.state === 'created' ? serverStarting() : serverStopping();
-  }
-
   /**
    * The core's entry for the transports: one request from the lookup of its model to its last response
    * (`InferEntry`).
@@ -466,7 +321,8 @@ export class Triton implements AsyncDisposable {
 
   /** Runs one request of a decoupled model in the process; its responses as they come, the last one final. @internal */
   inferStream(request: InferenceRequest): AsyncIterable<InferenceResponse & { final: boolean }> {
-    if (this.state !== 'running') throw this.notRunning();
+    const refused = this.lifecycle.refusal();
+    if (refused) throw refused;
     const responses = this.repository.get(request.modelName, request.modelVersion).inferStream(request);
     const inFlight = this.inFlight;
     inFlight.add();
@@ -479,43 +335,4 @@ export class Triton implements AsyncDisposable {
     }
     return tracked();
   }
-
-  private onUnrecoverable(err: UnrecoverableError, model: Model): void {
-    this.logger.error({ model: model.name, err: err.message }, 'unrecoverable error: stopping the server');
-    this.exitCode = 1;
-    for (const m of this.repository.all()) m.state = 'UNAVAILABLE';
-    // Let the failing batch answer its clients before the transports close.
-    setImmediate(() => void this.stop());
-  }
-
-  private async shutdown(): Promise<number> {
-    const wasRunning = this.state === 'running' || this.state === 'starting';
-    // Not ready first: health probes answer "not ready" and new inference is refused with UNAVAILABLE
-    // while the transports stay up for the requests still in flight.
-    this.state = 'stopping';
-    this.repositories.close();
-    for (const m of this.repository.all()) m.state = 'UNAVAILABLE';
-    for (const t of this.transports) t.drain?.();
-    if (wasRunning) {
-      const drained = await this.inFlight.idle(this.config.exitTimeoutSeconds * 1000);
-      if (!drained) {
-        this.logger.warn({ inFlight: this.inFlight.size }, 'exit timeout reached: failing the remaining requests');
-        for (const m of this.repository.all()) m.scheduler.rejectAll(new TritonError('UNAVAILABLE', 'Server stopped before the request ran'));
-      }
-      // Together: a transport waiting for its connections to finish holds no other back.
-      await Promise.all(this.transports.map((t) => t.stopAccepting()));
-      await Promise.all(this.transports.map((t) => t.forceClose()));
-    }
-    await Promise.allSettled(this.repository.all().flatMap((m) => m.instances.map((i) => i.close())));
-    this.repositories.removeUploads();
-    this.bls.close();
-    this.sharedMemory.closeAll();
-    await this.tracer.close();
-    this.state = 'stopped';
-    // A server that never started (a binding failed before run()) has nothing to report stopping.
-    if (wasRunning) this.logger.info({ exitCode: this.exitCode }, 'stopped');
-    this.resolveStopped(this.exitCode);
-    return this.exitCode;
-  }
-
 }
