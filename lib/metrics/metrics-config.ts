@@ -27,7 +27,15 @@ export const DEFAULT_QUANTILES: readonly Quantile[] = [
   { quantile: 0.999, error: 0.001 },
 ];
 
-const KEYS = ['counter_latencies', 'summary_latencies', 'summary_quantiles', 'histogram_latencies'] as const;
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+/** What each `--metrics-config` key sets, from its value. */
+const SETTERS: Readonly<Record<string, (settings: Mutable<MetricsSettings>, key: string, value: string) => void>> = {
+  counter_latencies: (s, key, value) => void (s.counterLatencies = flag(key, value)),
+  summary_latencies: (s, key, value) => void (s.summaryLatencies = flag(key, value)),
+  summary_quantiles: (s, _key, value) => void (s.summaryQuantiles = quantiles(value)),
+  histogram_latencies: (s, key, value) => void (s.histogramLatencies = flag(key, value)),
+};
 
 /**
  * Reads Triton's `--metrics-config` settings: `key=value` entries joined with `;` (the flag given several
@@ -35,27 +43,13 @@ const KEYS = ['counter_latencies', 'summary_latencies', 'summary_quantiles', 'hi
  * is refused, naming it.
  */
 export function parseMetricsConfig(text: string | undefined): MetricsSettings {
-  const settings = { counterLatencies: true, summaryLatencies: false, summaryQuantiles: DEFAULT_QUANTILES, histogramLatencies: false };
+  const settings: Mutable<MetricsSettings> = { counterLatencies: true, summaryLatencies: false, summaryQuantiles: DEFAULT_QUANTILES, histogramLatencies: false };
   for (const entry of (text ?? '').split(';').map((s) => s.trim()).filter(Boolean)) {
     const eq = entry.indexOf('=');
     const key = eq < 0 ? entry : entry.slice(0, eq).trim();
-    const value = eq < 0 ? '' : entry.slice(eq + 1).trim();
-    switch (key as (typeof KEYS)[number]) {
-      case 'counter_latencies':
-        settings.counterLatencies = flag(key, value);
-        break;
-      case 'summary_latencies':
-        settings.summaryLatencies = flag(key, value);
-        break;
-      case 'histogram_latencies':
-        settings.histogramLatencies = flag(key, value);
-        break;
-      case 'summary_quantiles':
-        settings.summaryQuantiles = quantiles(value);
-        break;
-      default:
-        throw invalidConfig(`unknown metrics config '${key}'; known settings are ${KEYS.join(', ')}`);
-    }
+    const set = Object.hasOwn(SETTERS, key) ? SETTERS[key] : undefined;
+    if (!set) throw invalidConfig(`unknown metrics config '${key}'; known settings are ${Object.keys(SETTERS).join(', ')}`);
+    set(settings, key, eq < 0 ? '' : entry.slice(eq + 1).trim());
   }
   return settings;
 }
