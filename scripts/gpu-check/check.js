@@ -23,7 +23,7 @@ const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
 const { performance } = require('node:perf_hooks');
-const { mlpModel, random, toHalf } = require('./onnx-mlp');
+const { mlpModel, random, toHalf, fromHalf } = require('./onnx-mlp');
 
 const argv = process.argv.slice(2);
 const option = (name) => {
@@ -253,16 +253,6 @@ function outputOf(res, datatype) {
   const copy = new Uint8Array(raw.length);
   copy.set(raw);
   return datatype === 'FP16' ? new Uint16Array(copy.buffer) : new Float32Array(copy.buffer);
-}
-
-/** Float of half-precision bits. */
-function fromHalf(bits) {
-  const sign = bits & 0x8000 ? -1 : 1;
-  const exp = (bits >> 10) & 0x1f;
-  const mant = bits & 0x3ff;
-  if (exp === 0) return sign * mant * 2 ** -24;
-  if (exp === 31) return mant ? NaN : sign * Infinity;
-  return sign * (1 + mant / 1024) * 2 ** (exp - 15);
 }
 
 /** Largest |a - b| and the largest |b|. */

@@ -103,7 +103,17 @@ function mlpModel(width = 4096, layers = 4, precision = 'fp32', seed = 1) {
   return Buffer.concat([int(1, 8), str(2, 'tstriton-gpu-check'), msg(7, graph), msg(8, [str(1, ''), int(2, 17)])]);
 }
 
-module.exports = { mlpModel, random, toHalf };
+/** Float of IEEE half-precision bits. */
+function fromHalf(bits) {
+  const sign = bits & 0x8000 ? -1 : 1;
+  const exp = (bits >> 10) & 0x1f;
+  const mant = bits & 0x3ff;
+  if (exp === 0) return sign * mant * 2 ** -24;
+  if (exp === 31) return mant ? NaN : sign * Infinity;
+  return sign * (1 + mant / 1024) * 2 ** (exp - 15);
+}
+
+module.exports = { mlpModel, random, toHalf, fromHalf };
 
 if (require.main === module) {
   const [out, width = '4096', layers = '4', precision = 'fp32'] = process.argv.slice(2);

@@ -7,10 +7,11 @@ import { join } from 'node:path';
 import { readOnnxSignature } from '../../../lib/onnx/onnx-signature';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { mlpModel, random, toHalf } = require('../../../scripts/gpu-check/onnx-mlp.js') as {
+const { mlpModel, random, toHalf, fromHalf } = require('../../../scripts/gpu-check/onnx-mlp.js') as {
   mlpModel(width: number, layers: number, precision: 'fp32' | 'fp16', seed?: number): Buffer;
   random(seed: number): () => number;
   toHalf(value: number): number;
+  fromHalf(bits: number): number;
 };
 
 /** The model's output by the book: the same weights from the same generator, relu(x @ W) per layer. */
@@ -32,16 +33,6 @@ function reference(x: Float32Array, rows: number, width: number, layers: number,
     h = out;
   }
   return h;
-}
-
-/** Float of half-precision bits. */
-function fromHalf(bits: number): number {
-  const sign = bits & 0x8000 ? -1 : 1;
-  const exp = (bits >> 10) & 0x1f;
-  const mant = bits & 0x3ff;
-  if (exp === 0) return sign * mant * 2 ** -24;
-  if (exp === 31) return mant ? NaN : sign * Infinity;
-  return sign * (1 + mant / 1024) * 2 ** (exp - 15);
 }
 
 /**
