@@ -4,6 +4,7 @@ import { TritonError } from '../../base/errors';
 import { createLogger } from '../../logging/logger';
 import { GrpcServer } from '../grpc/grpc-server';
 import { httpPortServer, openAiPortServer } from '../http-ports';
+import type { RingMemory } from './hand-off';
 import type { FromFrontEnd, Phase, Ports, ToFrontEnd } from './messages';
 import { RemoteCore } from './remote-core';
 import { packError, SyncCaller } from './sync-call';
@@ -17,6 +18,8 @@ export interface FrontEndInit {
   readonly syncFlag: SharedArrayBuffer;
   /** Change counters the core thread bumps (see `MODELS_CHANGED`). */
   readonly counters: SharedArrayBuffer;
+  /** The rings of the hand-off (hand-off.ts): requests to the core thread, responses back. */
+  readonly rings: { readonly toCore: RingMemory; readonly toFrontEnd: RingMemory };
 }
 
 /**
@@ -27,7 +30,7 @@ export interface FrontEndInit {
 function main(port: MessagePort, init: FrontEndInit): void {
   const config = new TritonConfig(init.config);
   const logger = createLogger(config.logLevel, config.logFormat);
-  const core = new RemoteCore(config, new SyncCaller(init.syncPort, init.syncFlag), port, init.counters, logger);
+  const core = new RemoteCore(config, new SyncCaller(init.syncPort, init.syncFlag), port, init.counters, logger, init.rings);
   const http = config.allowHttp ? httpPortServer(core, logger) : undefined;
   const grpc = config.allowGrpc ? new GrpcServer(core, logger) : undefined;
   const openai = config.openai && config.openaiPort >= 0 ? openAiPortServer(core, logger) : undefined;
@@ -55,10 +58,11 @@ function main(port: MessagePort, init: FrontEndInit): void {
   };
 
   port.on('message', (message: ToFrontEnd) => {
+    if (typeof message === 'number' || message.t === undefined) {
+      core.results(message);
+      return;
+    }
     switch (message.t) {
-      case 'results':
-        core.results(message.items);
-        return;
       case 'called':
         core.called(message.id, message.error as never);
         return;

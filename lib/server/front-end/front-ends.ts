@@ -8,10 +8,12 @@ import { requestCancelled, TritonError } from '../../base/errors';
 import type { Logger } from '../../logging/logger';
 import { chatTemplateOf, type ChatMessage } from '../../model/chat-template';
 import type { ModelRepository } from '../../model/model-repository';
-import type { InferCall } from '../infer-entry';
+import type { InferCall, ResponseSink } from '../infer-entry';
 import type { ServerCore, Transport } from '../server-core';
 import type { FrontEndInit } from './front-end-thread';
-import { packResponse, Staging, unpackRequest, type FromFrontEnd, type InferItem, type Phase, type Ports, type ResultItem, type ToFrontEnd } from './messages';
+import { Inbox, Outbox, ringMemory, type RingMemory } from './hand-off';
+import { unpackRequest, type FromFrontEnd, type InferItem, type Phase, type Ports, type ResultItem, type ToFrontEnd } from './messages';
+import { decodeHanded, encodeOutgoing, packOutgoing, type Outgoing } from './records';
 import { shapeOf } from '../../model/model-view';
 import { MODELS_CHANGED, REGIONS_CHANGED } from './core-mirrors';
 import { packError, serveSyncCalls } from './sync-call';
@@ -93,21 +95,27 @@ function cancel(live: Live | undefined, reason: TritonError): void {
   release?.(reason);
 }
 
+/** A thread's answer to being told to listen or to take a step of the stop. */
+type Answer = Extract<FromFrontEnd, { readonly t: 'listening' | 'failed' | 'done' }>;
+
 /** One front-end thread, as the core thread drives it. */
 class FrontEndThread {
   readonly live = new Map<number, Live>();
-  private results: ResultItem[] = [];
-  /** The bytes of the results queued for the next message. */
-  readonly staging = new Staging();
+  /** The requests the thread hands over, and the responses going back. */
+  readonly inbox: Inbox<InferItem, InferItem>;
+  private readonly outbox: Outbox<Outgoing, ResultItem>;
   private flushing = false;
-  private readonly waiting = new Map<string, (message: FromFrontEnd | undefined) => void>();
+  private readonly waiting = new Map<string, (message: Answer | undefined) => void>();
   exited = false;
 
   constructor(
     readonly index: number,
     readonly worker: Worker,
     readonly syncPort: MessagePort,
+    rings: { readonly toCore: RingMemory; readonly toFrontEnd: RingMemory },
   ) {
+    this.inbox = new Inbox(rings.toCore, decodeHanded, (item) => item);
+    this.outbox = new Outbox(rings.toFrontEnd, encodeOutgoing, packOutgoing);
     worker.on('exit', () => {
       this.exited = true;
       for (const resolve of this.waiting.values()) resolve(undefined);
@@ -119,27 +127,25 @@ class FrontEndThread {
     if (!this.exited) this.worker.postMessage(message);
   }
 
-  /** Queues a result (its bytes in `staging`); what a turn of the event loop produced goes in one message. */
-  result(item: ResultItem): void {
-    this.results.push(item);
+  /** Queues a result, its bytes copied now; what a turn of the event loop produced goes in one message. */
+  result(item: Outgoing): void {
+    this.outbox.add(item);
     if (this.flushing) return;
     this.flushing = true;
     setImmediate(() => {
       this.flushing = false;
-      const items = this.results;
-      this.results = [];
-      const moved = this.staging.take();
-      if (!this.exited) this.worker.postMessage({ t: 'results', items } satisfies ToFrontEnd, moved);
+      const out = this.outbox.take();
+      if (out && !this.exited) this.worker.postMessage(out.message, out.transfer);
     });
   }
 
   /** Resolves with the thread's answer of kind `t` (undefined if it exits first). */
-  answer(t: 'listening' | 'done'): Promise<FromFrontEnd | undefined> {
+  answer(t: 'listening' | 'done'): Promise<Answer | undefined> {
     if (this.exited) return Promise.resolve(undefined);
     return new Promise((resolve) => this.waiting.set(t, resolve));
   }
 
-  answered(t: string, message: FromFrontEnd): void {
+  answered(t: string, message: Answer): void {
     const resolve = this.waiting.get(t);
     this.waiting.delete(t);
     resolve?.(message);
@@ -224,10 +230,11 @@ export class FrontEnds {
   private spawn(index: number): FrontEndThread {
     const { port1, port2 } = new MessageChannel();
     const syncFlag = new SharedArrayBuffer(4);
-    const init: FrontEndInit = { config: configData(this.host.config), syncPort: port2, syncFlag, counters: this.counters };
+    const rings = { toCore: ringMemory(), toFrontEnd: ringMemory() };
+    const init: FrontEndInit = { config: configData(this.host.config), syncPort: port2, syncFlag, counters: this.counters, rings };
     const { filename, execArgv } = threadEntry();
     const worker = new Worker(filename, { workerData: init, transferList: [port2], execArgv, name: `tstriton-fe-${index}` } as ConstructorParameters<typeof Worker>[1]);
-    const thread = new FrontEndThread(index, worker, port1);
+    const thread = new FrontEndThread(index, worker, port1, rings);
     this.threads[index] = thread;
     serveSyncCalls(port1, syncFlag, this.syncHandlers());
     port1.unref();
@@ -248,10 +255,11 @@ export class FrontEnds {
   }
 
   private onMessage(thread: FrontEndThread, message: FromFrontEnd): void {
+    if (typeof message === 'number' || message.t === undefined) {
+      thread.inbox.open(message, (item) => this.infer(thread, item));
+      return;
+    }
     switch (message.t) {
-      case 'infer':
-        for (const item of message.items) this.infer(thread, item);
-        return;
       case 'cancel':
         cancel(thread.live.get(message.id), requestCancelled());
         return;
@@ -294,8 +302,8 @@ export class FrontEnds {
       headers: item.headers,
       decode: () => request,
     };
-    const sink = (response: Parameters<typeof packResponse>[0], final: boolean): void | Promise<void> => {
-      thread.result({ id: item.id, response: packResponse(response, thread.staging), final });
+    const sink: ResponseSink = (response, final) => {
+      thread.result({ id: item.id, response, final });
       if (final || ++live.unwritten < STREAM_WINDOW) return;
       return new Promise<void>((resolve, reject) => (live.release = (err) => (err ? reject(err) : resolve())));
     };

@@ -30,11 +30,17 @@ export type ResultItem =
 
 export type PackedResponse = Omit<InferenceResponse, 'span'>;
 
+/**
+ * A turn's requests or responses (hand-off.ts): the end of the records the sender wrote into their ring, alone, or
+ * with the items that cross as structured clones; `bytes` holds the records of a turn the ring had no room for.
+ */
+export type HandOff<P> = number | { readonly t?: undefined; readonly end?: number; readonly bytes?: ArrayBuffer; readonly extras?: readonly P[] };
+
 /** What a front-end thread posts to the core thread. */
 export type FromFrontEnd =
+  | HandOff<InferItem>
   | { readonly t: 'listening'; readonly ports: Ports }
   | { readonly t: 'failed'; readonly error: PackedError }
-  | { readonly t: 'infer'; readonly items: readonly InferItem[] }
   /** The client went away: the request's cancellation fires in the core. */
   | { readonly t: 'cancel'; readonly id: number }
   /** A response that was not the last one has been written (a decoupled stream's flow control). */
@@ -44,8 +50,8 @@ export type FromFrontEnd =
 
 /** What the core thread posts to a front-end thread. */
 export type ToFrontEnd =
+  | HandOff<ResultItem>
   | { readonly t: 'listen'; readonly ports: Ports; readonly reusePort: boolean }
-  | { readonly t: 'results'; readonly items: readonly ResultItem[] }
   | { readonly t: 'called'; readonly id: number; readonly error?: PackedError }
   | { readonly t: 'phase'; readonly phase: Phase };
 

@@ -11,7 +11,9 @@ import type { TraceSettings } from '../../tracing/trace';
 import { headerMatcher } from '../forward-headers';
 import type { InferCall, ResponseSink } from '../infer-entry';
 import type { RepositoryIndexEntry, ServerCore, ServerMetadata } from '../server-core';
-import { packRequest, Staging, type FromFrontEnd, type InferItem, type PackedHeaders, type ResultItem } from './messages';
+import { Inbox, Outbox, type RingMemory } from './hand-off';
+import type { FromFrontEnd, InferItem, PackedHeaders, ResultItem, ToFrontEnd } from './messages';
+import { decodeOutgoing, encodeHanded, packHanded, type Handed } from './records';
 import { unpackError, type SyncCaller } from './sync-call';
 import { FrontEndSharedMemory, RemoteModels } from './core-mirrors';
 
@@ -44,8 +46,9 @@ export class RemoteCore implements ServerCore {
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private outbox: FromFrontEnd[] = [];
-  private infers: InferItem[] = [];
-  private readonly staging = new Staging();
+  /** The requests handed to the core thread, and the responses it sends back. */
+  private readonly toCore: Outbox<Handed, InferItem>;
+  private readonly fromCore: Inbox<ResultItem, ResultItem>;
   private flushing = false;
   private readonly forward: Readonly<Record<'HTTP' | 'GRPC', ((name: string) => boolean) | undefined>>;
   private readonly calls = new Map<number, { resolve(): void; reject(err: Error): void }>();
@@ -57,7 +60,10 @@ export class RemoteCore implements ServerCore {
     private readonly port: MessagePort,
     counters: SharedArrayBuffer,
     private readonly logger: Logger,
+    rings: { readonly toCore: RingMemory; readonly toFrontEnd: RingMemory },
   ) {
+    this.toCore = new Outbox(rings.toCore, encodeHanded, packHanded);
+    this.fromCore = new Inbox(rings.toFrontEnd, decodeOutgoing, (item) => item);
     const changes = new Int32Array(counters);
     this.repository = new RemoteModels(sync, changes);
     this.sharedMemory = new FrontEndSharedMemory(config.allowSharedMemory, sync, changes);
@@ -126,27 +132,27 @@ export class RemoteCore implements ServerCore {
       const onCancel = () => this.post({ t: 'cancel', id });
       this.pending.set(id, { sink, cancellation, onCancel, resolve, reject });
       cancellation.listen(onCancel);
-      this.infers.push({
+      this.toCore.add({
         id,
         modelName: call.modelName,
         modelVersion: call.modelVersion,
         protocol: call.protocol,
         unaryEndpoint: call.unaryEndpoint,
         headers: call.headers && this.headersToSend(call),
-        request: packRequest(request, this.staging),
+        request,
       });
       this.schedule();
     });
   }
 
   /** The results the core thread sent: each goes to its request's sink, in order. */
-  results(items: readonly ResultItem[]): void {
-    for (const item of items) {
+  results(message: Extract<ToFrontEnd, number | { t?: undefined }>): void {
+    this.fromCore.open(message, (item) => {
       const p = this.pending.get(item.id);
-      if (p === undefined) continue;
+      if (p === undefined) return;
       if (p.writing) (p.queue ??= []).push(item);
       else this.deliver(item.id, p, item);
-    }
+    });
   }
 
   /**
@@ -254,11 +260,8 @@ export class RemoteCore implements ServerCore {
 
   private flush(): void {
     this.flushing = false;
-    if (this.infers.length > 0) {
-      const items = this.infers;
-      this.infers = [];
-      this.port.postMessage({ t: 'infer', items } satisfies FromFrontEnd, this.staging.take());
-    }
+    const handed = this.toCore.take();
+    if (handed) this.port.postMessage(handed.message, handed.transfer);
     if (this.outbox.length > 0) {
       const out = this.outbox;
       this.outbox = [];
