@@ -12,3 +12,8 @@ export const cpuList = (from: number, to: number): string => (from === to ? Stri
 export function pinProcess(pid: number, cpus: string): void {
   execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' });
 }
+
+/** Pins the one thread `tid` to `cpus`, leaving its process's other threads where they are. */
+export function pinThread(tid: number, cpus: string): void {
+  execFileSync('taskset', ['-p', '-c', cpus, String(tid)], { stdio: 'ignore' });
+}

@@ -28,10 +28,10 @@ const OURS: readonly [RegExp, Role][] = [
   [/^lib\/protocol\//, 'transport'],
   // With front-end threads (`httpThreadCount` above 1): what runs on those threads (their entry, and the core as
   // they see it) is front end; the core thread's side of the hand-off is core: taking requests in (the message
-  // handler, tensors adopted by the core's realm), copying responses out and batching them back, and answering
-  // the threads' synchronous calls.
+  // handler, the records read out of the ring), writing responses into records and posting them back, and
+  // answering the threads' synchronous calls.
   [/^lib\/server\/front-end\/(front-end-thread|remote-core|core-mirrors)\.js$/, 'transport'],
-  [/^lib\/server\/front-end\/(front-ends|messages|sync-call)\.js$/, 'core'],
+  [/^lib\/server\/front-end\/(front-ends|messages|sync-call|hand-off|records)\.js$/, 'core'],
   // What must stay one per server: the entry, models, scheduling, instances (their main-thread side), metrics.
   [/^lib\/server\/(infer-entry|server-core)\.js$/, 'core'],
   [/^lib\/(model|scheduler|instances|metrics|tracing|bls|triton)\//, 'core'],

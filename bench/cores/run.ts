@@ -28,7 +28,7 @@ import { LoadGen, type LoadSpec } from '../harness/loadgen';
 import { abba } from '../harness/measure';
 import { NO_PIN_FLAG, NO_WRITE_FLAG, parseFlags, UsageError, windowFlags, windowOptions, type WindowOptions } from '../harness/options';
 import { fmtInt, fmtUs, median } from '../harness/stats';
-import { cpuList, pinProcess } from './pin';
+import { cpuList, pinProcess, pinThread } from './pin';
 import { loadTarget, PROTOCOL_LABELS, PROTOCOLS, verify, type LoadTarget, type Ports, type Protocol } from './requests';
 import { readProfile, ROLE_LABELS, ROLES, rolesOf, type Role } from './roles';
 import { WORKER_MODEL, type ServerCall, type ServerConfig } from './server';
@@ -226,6 +226,12 @@ async function profileMainThread(load: LoadGen, server: ChildProc, ports: Ports,
   return out;
 }
 
+/** The server's main (core) thread alone on CPU 0; its other threads on the CPUs after it but the load's last one (on 2 CPUs, beside the load). */
+function isolateCoreThread(pid: number, cpus: number): void {
+  pinProcess(pid, cpus > 2 ? cpuList(1, cpus - 2) : String(cpus - 1));
+  pinThread(pid, '0');
+}
+
 async function main(ctx: BenchContext): Promise<BenchOutcome> {
   const o = parseOptions();
   const cpus = os.availableParallelism();
@@ -269,6 +275,9 @@ async function main(ctx: BenchContext): Promise<BenchOutcome> {
     log(`  round ${r + 1} ${`HTTP binary c=${BARE_CONCURRENCY} bare node:http echo`.padEnd(36)} ${describe(b)}`);
   }
   const top = Math.max(...o.concurrencies);
+  // The profiler ticks in wall time: a core thread that shares its CPU with the front-end threads would have its
+  // samples land wherever another thread preempted it. For the profile it runs alone on CPU 0.
+  if (o.profile && pinned && threaded) isolateCoreThread(server.proc.pid as number, cpus);
   const profiles = o.profile ? await profileMainThread(load, server, ports, o, top) : {};
 
   load.exit();
@@ -463,15 +472,17 @@ function report(o: Options, cells: Cell[], bare: Summary, profiles: Profiles, pi
     ...(roles.length > 2 && threaded
       ? [
           `- Roles: after the rounds, a CPU profile of the core thread (the main thread; node:inspector, sampled every 250 µs;`,
-          `  its own calls left out) over a ${o.warmupS} + ${o.durationS} s load at c=${top} per model and protocol. Each sample goes to the nearest frame up`,
+          `  its own calls left out) over a ${o.warmupS} + ${o.durationS} s load at c=${top} per model and protocol${pinning ? ', with the core thread alone on CPU 0 and the server’s other threads moved beside the load (the sampler ticks in wall time: on a shared CPU, a sample would land on whatever the core thread was doing when another thread preempted it; alone, it batches differently, so the shares, not the µs, carry over)' : ''}. Each sample goes to the nearest frame up`,
           '  its stack that has a role (bench/cores/roles.ts): *transport code* (lib/server/http, grpc, openai, lib/protocol,',
           '  and the front-end threads’ own lib/server/front-end/front-end-thread.ts and remote-core.ts: none of it runs on',
           '  the core thread), *core* (lib/server/infer-entry and server-core, lib/model, scheduler, instances, metrics,',
           '  triton.ts, and the core side of the hand-off in lib/server/front-end: front-ends.ts taking the threads’',
-          '  messages in and posting results back, messages.ts adopting request tensors and copying responses out,',
-          '  sync-call.ts answering the threads’ synchronous calls), *callable* (decorators and the identity), else',
-          '  *Node I/O* (Node code with no tstriton frame above it: here the message ports’ and timers’ own code), *GC*,',
-          '  *other* (native code outside JS, the messages’ structured-clone deserialization among it). Shared helpers',
+          '  messages in and posting results back, hand-off.ts and records.ts reading requests out of the ring and writing',
+          '  responses into it, messages.ts adopting what crossed as a structured clone, sync-call.ts answering the threads’',
+          '  synchronous calls), *callable* (decorators and the identity), else *Node I/O* (Node code with no tstriton',
+          '  frame above it: here the message ports’ and timers’ own code), *GC* (which also counts the time the core thread',
+          '  waits in a collection for V8’s helper threads, here on the loaded CPU: more than the CPU it spends),',
+          '  *other* (native code outside JS). Shared helpers',
           '  (lib/tensor, lib/errors, the wire-neutral request) count for their caller. The estimate multiplies the core',
           '  thread’s µs/req by the core + callable share; what the core thread carries is its whole CPU per request',
           '  (the tables above), GC, Node’s message plumbing and *other* included.',
@@ -519,8 +530,8 @@ function threadedHead(n: number, c32: Summary | undefined, slower: number, goal:
     `**Behind ${n} front-end threads the main thread is the core thread**: the front-end threads (\`${FRONT_END_THREAD_PREFIX}<i>\`)`,
     'accept connections, read sockets, parse, decode tensors, encode and write; the core thread runs the core entry',
     '(model lookup, validation), scheduling and batching, the in-process callable (a worker instance runs its own on',
-    'its thread), and the hand-off to and from the front-end threads (taking in the requests they decoded, copying',
-    'responses out and posting them back). Its CPU per request bounds what one process serves, however many',
+    'its thread), and the hand-off to and from the front-end threads (reading the requests they decoded out of a',
+    'ring of shared memory, writing the responses into another, one message per turn). Its CPU per request bounds what one process serves, however many',
     'front-end threads it has. Absolute times are noisy on shared cores; the ratios (core ÷ process, the shares,',
     'against the bare echo) are the steadier figures.',
     '',
