@@ -14,6 +14,9 @@ import { Staging, type HandOff } from './messages';
 const ITEM = 1;
 const EXTRA = 2;
 
+/** The size a writer's buffer starts at, and goes back to after a turn that needed more. */
+const SCRATCH_BYTES = 16 * 1024;
+
 /** A ring's default size: a power of two. Turns larger than a quarter of it move their records in a buffer. */
 export const RING_BYTES = 1 << 20;
 
@@ -33,12 +36,19 @@ export function ringMemory(bytes = RING_BYTES): RingMemory {
  * and bytes, tensor bytes 8-byte aligned (from the start of the turn, which the ring and the receiver keep).
  */
 export class RecordWriter {
-  bytes = Buffer.allocUnsafeSlow(16 * 1024);
+  bytes = Buffer.allocUnsafeSlow(SCRATCH_BYTES);
   private view = new DataView(this.bytes.buffer, this.bytes.byteOffset, this.bytes.byteLength);
   at = 0;
   /** The names sent so far, by their number: the receiver numbers them in the same order. */
   private readonly names = new Map<string, number>();
   private readonly order: string[] = [];
+
+  /** Gives back the memory a burst grew the buffer to (call between turns). */
+  shrink(): void {
+    if (this.at > 0 || this.bytes.length <= SCRATCH_BYTES) return;
+    this.bytes = Buffer.allocUnsafeSlow(SCRATCH_BYTES);
+    this.view = new DataView(this.bytes.buffer, this.bytes.byteOffset, this.bytes.byteLength);
+  }
 
   private room(n: number): void {
     if (this.at + n <= this.bytes.length) return;
@@ -264,6 +274,7 @@ export class Outbox<T, P> {
     const bytes = new ArrayBuffer(n);
     new Uint8Array(bytes).set(this.writer.bytes.subarray(0, n));
     transfer.push(bytes);
+    this.writer.shrink();
     return { message: { bytes, extras }, transfer };
   }
 
