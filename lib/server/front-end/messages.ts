@@ -12,20 +12,20 @@ export type PackedHeaders = Readonly<Record<string, string | string[] | Buffer |
 /** An inference request as it crosses from a front-end thread to the core thread: decoded, without its cancellation. */
 export type PackedRequest = Omit<InferenceRequest, 'cancellation' | 'memory'>;
 
-/** One request a front-end thread hands to the core. */
-export interface InferItem {
+/** One request a front-end thread hands to the core: as it arrives there, or (`R`) as the transport made it. */
+export interface InferItem<R = PackedRequest> {
   readonly id: number;
   readonly modelName: string;
   readonly modelVersion: string | undefined;
   readonly protocol: Protocol | undefined;
   readonly unaryEndpoint: string | undefined;
   readonly headers: PackedHeaders | undefined;
-  readonly request: PackedRequest;
+  readonly request: R;
 }
 
-/** A response, or the error that ends a request, on its way back to the front-end thread. */
-export type ResultItem =
-  | { readonly id: number; readonly response: PackedResponse; readonly final: boolean }
+/** A response, or the error that ends a request, on its way back to the front-end thread (`R`: as the core made it). */
+export type ResultItem<R = PackedResponse> =
+  | { readonly id: number; readonly response: R; readonly final: boolean }
   | { readonly id: number; readonly error: PackedError };
 
 export type PackedResponse = Omit<InferenceResponse, 'span'>;

@@ -3,7 +3,7 @@ import { DATA_TYPES, DTYPES, type DataType } from '../../tensor/dtype';
 import type { Tensor } from '../../tensor/tensor';
 import type { Protocol } from '../infer-entry';
 import type { RecordReader, RecordWriter } from './hand-off';
-import { packRequest, packResponse, type InferItem, type PackedHeaders, type PackedRequest, type ResultItem, type Staging } from './messages';
+import { packRequest, packResponse, type InferItem, type PackedRequest, type ResultItem, type Staging } from './messages';
 import type { PackedError } from './sync-call';
 
 /**
@@ -15,20 +15,10 @@ import type { PackedError } from './sync-call';
  */
 
 /** A request as a front-end thread hands it over: its tensors still the transport's. */
-export interface Handed {
-  readonly id: number;
-  readonly modelName: string;
-  readonly modelVersion: string | undefined;
-  readonly protocol: Protocol | undefined;
-  readonly unaryEndpoint: string | undefined;
-  readonly headers: PackedHeaders | undefined;
-  readonly request: InferenceRequest;
-}
+export type Handed = InferItem<InferenceRequest>;
 
 /** A response or an error as the core thread hands it back: its tensors still the core's (a batch, the cache). */
-export type Outgoing =
-  | { readonly id: number; readonly response: InferenceResponse; readonly final: boolean }
-  | { readonly id: number; readonly error: PackedError };
+export type Outgoing = ResultItem<InferenceResponse>;
 
 /** Tensors of at most this many bytes go in records; larger ones cross as before, moved or copied once. */
 export const RECORD_TENSOR_BYTES = 16 * 1024;

@@ -49,6 +49,15 @@ describe('the hand-off between front-end threads and the core thread', () => {
   it('carries a turn of requests as records in the ring: the message is its end, a number, and nothing is cloned', () => {
     const { toCore, core } = channel();
     const bytes = [new TextEncoder().encode('héllo'), new Uint8Array([0, 255])];
+    // The fields that go as JSON.
+    const rest = {
+      parameters: { mode: 'fast', n: 3, on: true },
+      requestedOutputs: ['OUTPUT0'],
+      priority: 2,
+      timeoutMicroseconds: 5000,
+      sequence: { id: 'seq-a', start: true, end: false },
+      traceParent: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' },
+    };
     toCore.add(handed(1));
     toCore.add(
       handed(
@@ -61,12 +70,7 @@ describe('the hand-off between front-end threads and the core thread', () => {
             { name: 'текст', tensor: { dtype: 'BYTES', shape: [2], data: bytes } },
             { name: 'h', tensor: { dtype: 'FP16', shape: [1], data: new Uint16Array([0x3c00]) } },
           ],
-          parameters: { mode: 'fast', n: 3, on: true },
-          requestedOutputs: ['OUTPUT0'],
-          priority: 2,
-          timeoutMicroseconds: 5000,
-          sequence: { id: 'seq-a', start: true, end: false },
-          traceParent: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' },
+          ...rest,
         },
         { modelVersion: '3', protocol: 'GRPC', unaryEndpoint: 'generate' },
       ),
@@ -87,12 +91,7 @@ describe('the hand-off between front-end threads and the core thread', () => {
     expect(second.request).toMatchObject({
       modelVersion: '3',
       id: 'ünïcode-id',
-      parameters: { mode: 'fast', n: 3, on: true },
-      requestedOutputs: ['OUTPUT0'],
-      priority: 2,
-      timeoutMicroseconds: 5000,
-      sequence: { id: 'seq-a', start: true, end: false },
-      traceParent: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' },
+      ...rest,
     });
     expect(second.request.inputs.map((t) => t.name)).toEqual(['x', 'текст', 'h']);
     expect(second.request.inputs[0]!.tensor.data).toBeInstanceOf(BigInt64Array);
