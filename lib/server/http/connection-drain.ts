@@ -32,6 +32,11 @@ interface Carrier {
   idleSince: number;
   /** The longest time, in ms, from a response done to the next request's arrival on this connection. */
   longestPause: number;
+  /**
+   * Its last response was under way when the stop began, and told its client to keep the connection: a client
+   * sending in a loop sends its next request on it, whenever it gets to it.
+   */
+  keptDuringStop: boolean;
 }
 
 /**
@@ -78,7 +83,7 @@ export class ConnectionDrain {
     const socket = req.socket as Socket;
     let carrier = this.carriers.get(socket);
     if (carrier === undefined) {
-      const created: Carrier = { inProgress: 0, idleSince: 0, longestPause: 0 };
+      const created: Carrier = { inProgress: 0, idleSince: 0, longestPause: 0, keptDuringStop: false };
       this.carriers.set(socket, created);
       socket.once('close', () => this.carriers.delete(socket));
       carrier = created;
@@ -89,6 +94,7 @@ export class ConnectionDrain {
     tracked.inProgress++;
     if (this.stage !== 'serving') res.shouldKeepAlive = false;
     res.once('close', () => {
+      if (this.stage !== 'serving' && res.shouldKeepAlive) tracked.keptDuringStop = true;
       if (--tracked.inProgress > 0) return;
       tracked.idleSince = performance.now();
       if (this.stage === 'closing') this.closeWhenIdle(socket, tracked);
@@ -131,9 +137,13 @@ export class ConnectionDrain {
     for (const socket of this.sockets) socket.destroy();
   }
 
-  /** Ends an idle connection once its linger has passed, unless a request has come on it meanwhile. */
+  /**
+   * Ends an idle connection once its linger has passed, unless a request has come on it meanwhile. A connection
+   * kept alive by a response of the stop itself gets the longest linger: its client's pauses before the stop say
+   * little of how soon it sends again on a machine busy with the stop (the answers of every request in flight).
+   */
   private closeWhenIdle(socket: Socket, carrier: Carrier): void {
-    const wait = Math.min(LINGER_MAX_MS, Math.max(IDLE_LINGER_MIN_MS, PAUSE_FACTOR * carrier.longestPause));
+    const wait = carrier.keptDuringStop ? LINGER_MAX_MS : Math.min(LINGER_MAX_MS, Math.max(IDLE_LINGER_MIN_MS, PAUSE_FACTOR * carrier.longestPause));
     const linger = carrier.idleSince + wait - performance.now();
     if (linger <= 0) socket.end();
     else setTimeout(() => carrier.inProgress === 0 && socket.end(), linger).unref();

@@ -75,6 +75,58 @@ describe('ConnectionDrain', () => {
     client.destroy();
   });
 
+  it('keeps a connection that a response of the stop kept alive open for its next request, past its client’s usual pauses', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const server = http.createServer((req, res) => {
+      drain.track(req, res);
+      if (req.url === '/slow') void held.then(() => res.end('ok'));
+      else res.end('ok');
+    });
+    const drain = new ConnectionDrain(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const client = connect((server.address() as { port: number }).port, '127.0.0.1');
+    await new Promise<void>((resolve) => client.once('connect', () => resolve()));
+    let received = '';
+    let wake: (() => void) | undefined;
+    client.on('data', (d: Buffer) => {
+      received += d.toString();
+      wake?.();
+    });
+    const ended = ending(client);
+    let closed = false;
+    client.once('close', () => {
+      closed = true;
+      wake?.();
+    });
+    const answered = async (n: number): Promise<void> => {
+      while (received.split('\r\n\r\nok').length - 1 < n) {
+        if (closed) throw new Error(`the server closed the connection before answer ${n}`);
+        await new Promise<void>((resolve) => (wake = resolve));
+      }
+    };
+    // Two requests back to back (no pause to speak of), the second in flight when the stop begins.
+    client.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    await answered(1);
+    client.write('GET /slow HTTP/1.1\r\nHost: x\r\n\r\n');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    drain.drain();
+    release();
+    await answered(2);
+    // Its response keeps the connection: it was under way when the stop began.
+    expect(received).not.toMatch(/Connection: close/i);
+    const stopped = drain.close(600_000);
+    // The client comes back 400 ms later: past the shortest linger and eight times its pauses so far.
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    client.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    await answered(3);
+    expect(received.split('HTTP/1.1 200 OK').length - 1).toBe(3);
+    expect(received).toMatch(/Connection: close\r\n/i);
+    await stopped;
+    expect(await ended).toBe('end');
+    client.destroy();
+  });
+
   it('still answers the first request of a connection that sends it just after the port closed', async () => {
     const { drain, port } = await serve();
     const late = connect(port, '127.0.0.1');
