@@ -428,14 +428,14 @@ describe('stopping closes each HTTP connection between two exchanges', () => {
       expect(await first.ended).toBe('closed');
 
       // The last one in flight: once it is answered the port closes. Its connection, idle, is closed by the
-      // server (an orderly close, not a reset).
+      // server (an orderly close, not a reset), after the linger its client is given to come back.
       holds[1]!.release();
       expectDoubled(await secondAnswer);
       await portClosed(port);
-      expect(await second.ended).toBe('closed');
       // A connection open before the port closed still gets an answer to its first request.
       expectRefused(await fresh.request(get('/v2/health/ready')));
       expect(await fresh.ended).toBe('closed');
+      expect(await second.ended).toBe('closed');
       expect(await stopped).toBe(0);
     },
   );
@@ -483,17 +483,18 @@ describe('stopping closes each HTTP connection between two exchanges', () => {
       // Draining: a request on a kept-alive connection is refused, and the connection closed after the answer.
       expectRefused(await idle.request(complete('second')), OPENAI_STOPPING);
       expect(await idle.ended).toBe('closed');
-      // The completion under way is written in full; once it is, the port closes and its idle connection is closed.
+      // The completion under way is written in full; once it is, the port closes, and its idle connection is
+      // closed after the linger its client is given to come back.
       hold.release();
       const answer = await heldAnswer;
       expect(answer.status).toBe(200);
       expect((JSON.parse(answer.body) as { choices: { text: string }[] }).choices[0]!.text).toBe('first');
       await portClosed(port);
-      expect(await held.ended).toBe('closed');
       // A connection open before the port closed gets its answer from the closed port: 503 in OpenAI's shape, for
       // /v1 and any other path alike.
       expectRefused(await fresh.request(get('/v2/health/ready')), OPENAI_STOPPING);
       expect(await fresh.ended).toBe('closed');
+      expect(await held.ended).toBe('closed');
       expect(await stopped).toBe(0);
     },
   );
