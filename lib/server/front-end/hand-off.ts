@@ -253,11 +253,18 @@ export class Outbox<T, P> {
     const mark = w.at;
     const named = w.named;
     w.u8(ITEM);
-    if (!this.encode(w, item)) {
+    let encoded = false;
+    try {
+      encoded = this.encode(w, item);
+    } catch {
+      // Something no record was made for (a cycle among a request's fields): the clone may carry it.
+    }
+    if (!encoded) {
       w.at = mark;
       w.forget(named);
+      const packed = this.pack(item, this.staging);
       w.u8(EXTRA);
-      this.extras.push(this.pack(item, this.staging));
+      this.extras.push(packed);
     }
     w.align();
   }

@@ -124,19 +124,25 @@ describe('the hand-off between front-end threads and the core thread', () => {
     toCore.add(handed(3, {}, { headers: { 'x-user': 'a' } }));
     toCore.add(handed(4, { inputs: [{ name: 'INPUT0', tensor: { dtype: 'FP32', shape: [1, large.length], data: large } }] }));
     toCore.add(handed(5, { parameters: { weight: Number.NaN } }));
+    // A field with a cycle (no record is made for it; a clone carries it).
+    const cyclic: Record<string, unknown> = { name: 'loop' };
+    cyclic.self = cyclic;
+    toCore.add(handed(7, { chain: cyclic as never }));
     toCore.add(handed(6));
     const out = toCore.take();
     const message = out?.message as Exclude<HandOff<InferItem>, number>;
-    expect(message.extras?.map((e) => e.id)).toEqual([2, 3, 4, 5]);
+    expect(message.extras?.map((e) => e.id)).toEqual([2, 3, 4, 5, 7]);
     const got: InferItem[] = [];
     core.open(cross(out), (item) => got.push(item));
-    expect(got.map((item) => item.id)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(got.map((item) => item.id)).toEqual([1, 2, 3, 4, 5, 7, 6]);
     expect(got[1]!.request.sequence?.id).toBe(2n ** 64n - 1n);
     expect(got[2]!.headers).toEqual({ 'x-user': 'a' });
     expect(values(got[3]!).every((v) => v === 2)).toBe(true);
     expect(got[3]!.request.inputs[0]!.tensor.data).toHaveLength(8 * 1024);
     expect(got[4]!.request.parameters.weight).toBeNaN();
-    expect(values(got[5]!)).toEqual([6, 6.5]);
+    const arrived = got[5]!.request.chain as unknown as Record<string, unknown>;
+    expect(arrived.self).toBe(arrived);
+    expect(values(got[6]!)).toEqual([6, 6.5]);
   });
 
   it('keeps the numbering of names when a record is taken back: a name the cloned request carried is sent again', () => {
