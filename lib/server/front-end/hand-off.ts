@@ -18,7 +18,7 @@ const EXTRA = 2;
 const SCRATCH_BYTES = 16 * 1024;
 
 /** A ring's default size: a power of two. Turns larger than a quarter of it move their records in a buffer. */
-export const RING_BYTES = 1 << 20;
+const RING_BYTES = 1 << 20;
 
 /** The shared memory of one ring: its bytes, and the receiver's read position (the sender owns the write position). */
 export interface RingMemory {
@@ -241,10 +241,6 @@ export class Outbox<T, P> {
   ) {
     this.ring = new Uint8Array(memory.data);
     this.read = new Int32Array(memory.control);
-  }
-
-  get empty(): boolean {
-    return this.writer.at === 0;
   }
 
   /** Adds `item` now: its bytes are copied (or moved) here, so the buffers it points to may change after. */
