@@ -2,11 +2,12 @@ import * as http from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { ConnectionDrain } from '../../../../lib/server/http/connection-drain';
 
-/** A node:http server whose connections a ConnectionDrain tracks, answering 200 "ok". */
-async function serve(): Promise<{ server: http.Server; drain: ConnectionDrain; port: number }> {
+/** A node:http server whose connections a ConnectionDrain tracks, answering 200 "ok" (to `/slow` once `held` settles). */
+async function serve(held?: Promise<void>): Promise<{ server: http.Server; drain: ConnectionDrain; port: number }> {
   const server = http.createServer((req, res) => {
     drain.track(req, res);
-    res.end('ok');
+    if (held && req.url === '/slow') void held.then(() => res.end('ok'));
+    else res.end('ok');
   });
   const drain = new ConnectionDrain(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -19,6 +20,41 @@ function ending(socket: Socket): Promise<'end' | 'reset'> {
     socket.once('end', () => resolve('end'));
     socket.once('error', () => resolve('reset'));
   });
+}
+
+/**
+ * A raw keep-alive connection: `send` writes a GET; `answered(n)` resolves once `n` answers (`ok`, the last bytes
+ * of a response) are in, and throws if the server closed the connection first.
+ */
+async function rawClient(port: number) {
+  const socket = connect(port, '127.0.0.1');
+  await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+  let received = '';
+  let closed = false;
+  let wake: (() => void) | undefined;
+  socket.on('data', (d: Buffer) => {
+    received += d.toString();
+    wake?.();
+  });
+  const ended = ending(socket);
+  socket.once('close', () => {
+    closed = true;
+    wake?.();
+  });
+  const answers = (): number => received.split('\r\n\r\nok').length - 1;
+  return {
+    socket,
+    ended,
+    received: (): string => received,
+    answers,
+    send: (path = '/'): void => void socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`),
+    answered: async (n: number): Promise<void> => {
+      while (answers() < n) {
+        if (closed) throw new Error(`the server closed the connection before answer ${n}`);
+        await new Promise<void>((resolve) => (wake = resolve));
+      }
+    },
+  };
 }
 
 describe('ConnectionDrain', () => {
@@ -35,28 +71,12 @@ describe('ConnectionDrain', () => {
 
   it('keeps an idle kept-alive connection open for its client’s next request when that client pauses between requests', async () => {
     const { drain, port } = await serve();
-    const client = connect(port, '127.0.0.1');
-    await new Promise<void>((resolve) => client.once('connect', () => resolve()));
-    let received = '';
-    let wake: (() => void) | undefined;
-    client.on('data', (d: Buffer) => {
-      received += d.toString();
-      wake?.();
-    });
-    const ended = ending(client);
-    let closedEarly = false;
-    client.once('close', () => {
-      closedEarly = true;
-      wake?.();
-    });
-    /** Sends one request and resolves once its answer (`ok`, the last bytes of a response) is in. */
+    const client = await rawClient(port);
+    /** Sends one request and resolves once its answer is in. */
     const exchange = async (): Promise<void> => {
-      const answers = received.split('\r\n\r\nok').length;
-      client.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
-      while (received.split('\r\n\r\nok').length === answers) {
-        if (closedEarly) throw new Error(`the connection closed before the answer (answers so far: ${answers - 1})`);
-        await new Promise<void>((resolve) => (wake = resolve));
-      }
+      const next = client.answers() + 1;
+      client.send();
+      await client.answered(next);
     };
     const pause = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 150));
     // A client in a loop that pauses 150 ms after each answer (longer than the shortest linger, 100 ms).
@@ -68,63 +88,37 @@ describe('ConnectionDrain', () => {
     // Its next request, sent 150 ms after the last answer, finds the connection open and is answered; then the
     // connection closes in order (this server does not refuse: it answers 200 with Connection: close).
     await exchange();
-    expect(received.split('HTTP/1.1 200 OK').length - 1).toBe(3);
-    expect(received).toMatch(/Connection: close\r\n/i);
+    expect(client.received().split('HTTP/1.1 200 OK').length - 1).toBe(3);
+    expect(client.received()).toMatch(/Connection: close\r\n/i);
     await closed;
-    expect(await ended).toBe('end');
-    client.destroy();
+    expect(await client.ended).toBe('end');
+    client.socket.destroy();
   });
 
   it('keeps a connection that a response of the stop kept alive open for its next request, past its client’s usual pauses', async () => {
     let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    const server = http.createServer((req, res) => {
-      drain.track(req, res);
-      if (req.url === '/slow') void held.then(() => res.end('ok'));
-      else res.end('ok');
-    });
-    const drain = new ConnectionDrain(server);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const client = connect((server.address() as { port: number }).port, '127.0.0.1');
-    await new Promise<void>((resolve) => client.once('connect', () => resolve()));
-    let received = '';
-    let wake: (() => void) | undefined;
-    client.on('data', (d: Buffer) => {
-      received += d.toString();
-      wake?.();
-    });
-    const ended = ending(client);
-    let closed = false;
-    client.once('close', () => {
-      closed = true;
-      wake?.();
-    });
-    const answered = async (n: number): Promise<void> => {
-      while (received.split('\r\n\r\nok').length - 1 < n) {
-        if (closed) throw new Error(`the server closed the connection before answer ${n}`);
-        await new Promise<void>((resolve) => (wake = resolve));
-      }
-    };
+    const { drain, port } = await serve(new Promise<void>((resolve) => (release = resolve)));
+    const client = await rawClient(port);
     // Two requests back to back (no pause to speak of), the second in flight when the stop begins.
-    client.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
-    await answered(1);
-    client.write('GET /slow HTTP/1.1\r\nHost: x\r\n\r\n');
+    client.send();
+    await client.answered(1);
+    client.send('/slow');
     await new Promise((resolve) => setTimeout(resolve, 50));
     drain.drain();
     release();
-    await answered(2);
+    await client.answered(2);
     // Its response keeps the connection: it was under way when the stop began.
-    expect(received).not.toMatch(/Connection: close/i);
+    expect(client.received()).not.toMatch(/Connection: close/i);
     const stopped = drain.close(600_000);
     // The client comes back 400 ms later: past the shortest linger and eight times its pauses so far.
     await new Promise((resolve) => setTimeout(resolve, 400));
-    client.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
-    await answered(3);
-    expect(received.split('HTTP/1.1 200 OK').length - 1).toBe(3);
-    expect(received).toMatch(/Connection: close\r\n/i);
+    client.send();
+    await client.answered(3);
+    expect(client.received().split('HTTP/1.1 200 OK').length - 1).toBe(3);
+    expect(client.received()).toMatch(/Connection: close\r\n/i);
     await stopped;
-    expect(await ended).toBe('end');
-    client.destroy();
+    expect(await client.ended).toBe('end');
+    client.socket.destroy();
   });
 
   it('still answers the first request of a connection that sends it just after the port closed', async () => {
