@@ -345,7 +345,11 @@ export class FrontEnds {
   private coreCalls(): Readonly<Record<CoreMethod, (...args: never[]) => unknown>> {
     const { core } = this.host;
     return {
-      modelStatistics: (name?: string, version?: string) => core.modelStatistics(name, version),
+      modelStatistics: (name?: string, version?: string) => {
+        const stats = core.modelStatistics(name, version);
+        this.publisher.publishStatistics(true);
+        return stats;
+      },
       repositoryIndex: (readyOnly?: boolean) => core.repositoryIndex(readyOnly),
       traceSettings: (model?: string, update?: Readonly<Record<string, unknown>>) => core.traceSettings(model, update),
       logSettings: (update?: Readonly<Record<string, unknown>>) => core.logSettings(update),

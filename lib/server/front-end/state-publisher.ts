@@ -96,12 +96,16 @@ export class StatePublisher {
     this.statistics = undefined;
   }
 
-  /** Publishes every ready model's statistics when requests have ended since the last time. */
-  private publishStatistics(): void {
+  /**
+   * Publishes every ready model's statistics when requests have ended since the last time; `now` publishes them
+   * whatever has changed (a thread asked the core for statistics: every thread's fallback is then as fresh as
+   * that answer).
+   */
+  publishStatistics(now = false): void {
     const models = this.host.repository.all();
     let ended = 0;
     for (const m of models) ended += m.statistics.success.count + m.statistics.fail.count + m.statistics.executionCount;
-    if (ended === this.counted) return;
+    if (ended === this.counted && !now) return;
     let modelStats: Record<string, unknown>[];
     try {
       modelStats = this.host.core.modelStatistics() as Record<string, unknown>[];
