@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Triton, tensor, type Request, type Response } from 'tstriton';
+import { Triton, type Request, type Response } from 'tstriton';
 import { spawnTracked, track } from '../helpers/resources';
 
 // A front-end thread never waits on the core thread: while an in-process callable holds the core thread (it runs
