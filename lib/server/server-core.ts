@@ -49,8 +49,11 @@ export interface ServerCore {
   traceSettings(model?: string, update?: Readonly<Record<string, unknown>>): Awaitable<TraceSettings>;
   /** The logging settings; with `update` (any subset), changes them first. */
   logSettings(update?: Readonly<Record<string, unknown>>): Awaitable<LogSettings>;
-  /** The prompt a chat makes for the latest version of `modelName`, by its chat template (`/v1/chat/completions`). */
-  chatPrompt(modelName: string, messages: readonly ChatMessage[]): Awaitable<string>;
+  /**
+   * The prompt a chat makes for the latest version of `modelName`, by its chat template (`/v1/chat/completions`).
+   * The model is looked up before `messages` reads the request's: a model that does not exist is the first error.
+   */
+  chatPrompt(modelName: string, messages: () => readonly ChatMessage[]): Awaitable<string>;
   /**
    * The one entry for inference: finds the call's model, has the transport decode the request for it, runs it
    * and hands each response to `sink`, the last one final (`InferEntry`).

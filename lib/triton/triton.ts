@@ -296,8 +296,8 @@ export class Triton implements AsyncDisposable {
   }
 
   /** @internal */
-  chatPrompt(modelName: string, messages: readonly ChatMessage[]): string {
-    return chatTemplateOf(this.repository.get(modelName))(messages);
+  chatPrompt(modelName: string, messages: () => readonly ChatMessage[]): string {
+    return chatTemplateOf(this.repository.get(modelName))(messages());
   }
 
   /** @internal */

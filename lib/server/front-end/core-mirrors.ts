@@ -1,5 +1,5 @@
-import { tritonError } from '../../base/errors';
-import { attachChatTemplate, compileChatTemplate } from '../../model/chat-template';
+import { TritonError, tritonError } from '../../base/errors';
+import { attachChatTemplate, compileChatTemplate, type CompiledChatTemplate } from '../../model/chat-template';
 import type { ModelLookup, ModelView } from '../../model/model-view';
 import type { ModelMetadata } from '../../protocol/model-metadata';
 import { SharedMemoryManager, type RegionStatus, type ShmTarget } from '../shared-memory';
@@ -59,11 +59,18 @@ export class RemoteModels implements ModelLookup {
   }
 }
 
+/**
+ * The chat template of a model bound with a function as its template: it has no text, so `RemoteCore.chatPrompt`
+ * asks the core to apply it; it is never called here.
+ */
+const APPLIED_IN_CORE: CompiledChatTemplate = () => {
+  throw new TritonError('INTERNAL', 'a chat template that is a function is applied in the core thread');
+};
+
 /** A published model as the transports read a model. */
 function viewOf(m: PublishedModel): ModelView {
   const view: ModelView = { ...m.shape, ready: m.ready, configJson: m.configJson, metadata: m.metadata };
-  if (m.chatTemplate !== undefined) attachChatTemplate(view, compileChatTemplate(m.chatTemplate, m.shape.name));
-  return view;
+  return attachChatTemplate(view, m.chatTemplate === undefined ? APPLIED_IN_CORE : compileChatTemplate(m.chatTemplate, m.shape.name));
 }
 
 /**

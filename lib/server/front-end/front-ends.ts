@@ -353,7 +353,7 @@ export class FrontEnds {
       repositoryIndex: (readyOnly?: boolean) => core.repositoryIndex(readyOnly),
       traceSettings: (model?: string, update?: Readonly<Record<string, unknown>>) => core.traceSettings(model, update),
       logSettings: (update?: Readonly<Record<string, unknown>>) => core.logSettings(update),
-      chatPrompt: (name: string, messages: readonly ChatMessage[]) => core.chatPrompt(name, messages),
+      chatPrompt: (name: string, messages: readonly ChatMessage[]) => core.chatPrompt(name, () => messages),
       loadModel: (name: string, override?: LoadOverride) => {
         // The files of a load request cross as plain bytes: Buffers again here.
         const files = override?.files && Object.fromEntries(Object.entries(override.files).map(([k, v]) => [k, Buffer.from(v.buffer, v.byteOffset, v.byteLength)]));

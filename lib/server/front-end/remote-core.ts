@@ -151,9 +151,9 @@ export class RemoteCore implements ServerCore {
   }
 
   /** Applies a chat template string here; a template that is a function of the user's runs in the core. */
-  chatPrompt(modelName: string, messages: readonly ChatMessage[]): string | Promise<string> {
+  chatPrompt(modelName: string, messages: () => readonly ChatMessage[]): string | Promise<string> {
     const template = chatTemplateOf(this.repository.get(modelName));
-    return template.text === undefined ? this.call('chatPrompt', [modelName, messages]) : template(messages);
+    return template.text === undefined ? this.call('chatPrompt', [modelName, messages()]) : template(messages());
   }
 
   loadModel(name: string, override?: LoadOverride): Promise<void> {

@@ -17,7 +17,7 @@ interface CompletionKind {
   /**
    * The prompt of the request, and the text to put before the generated text (a completion's `echo`). A chat's
    * prompt comes from its model's chat template, which the core applies (a template may be a function of the
-   * user's): the model is looked up first, so that a model that does not exist is the error before any other.
+   * user's).
    */
   prompt(core: ServerCore, body: Body): { prompt: string; echo: string } | Promise<{ prompt: string; echo: string }>;
   /** A whole choice, non-streaming. */
@@ -33,9 +33,7 @@ const CHAT: CompletionKind = {
   object: 'chat.completion',
   chunkObject: 'chat.completion.chunk',
   prompt: (core, body) => {
-    const name = body.model as string;
-    core.repository.get(name);
-    const prompt = core.chatPrompt(name, messagesOf(body));
+    const prompt = core.chatPrompt(body.model as string, () => messagesOf(body));
     return typeof prompt === 'string' ? { prompt, echo: '' } : prompt.then((text) => ({ prompt: text, echo: '' }));
   },
   choice: (text, finishReason) => ({ index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: finishReason }),
