@@ -19,10 +19,10 @@ const NOT_FINAL: InferParameterMap = { triton_final_response: { bool_param: fals
  * non-decoupled model gets exactly one response, in request order (`ResponseOrder`); a decoupled model's request
  * gets each response as it is produced (`triton_final_response` false), and the last one carries the flag true —
  * as an empty response only when the request set `triton_enable_empty_final_response`. A failed request gets
- * `error_message` and the stream stays open. The stream ends once the client has half-closed and every request is answered;
- * a client cancel aborts every request still running (a decoupled model's generator is closed). A message that
- * is not a ModelInferRequest at all ends the stream with INVALID_ARGUMENT once the requests before it are
- * answered; what follows it is not read.
+ * `error_message` and the stream stays open. The stream ends once the client has half-closed and every request is
+ * answered; a client cancel aborts every request still running (a decoupled model's generator is closed), and drops
+ * the answers held for request order. A message that is not a ModelInferRequest at all ends the stream with
+ * INVALID_ARGUMENT once the requests before it are answered; what follows it is not read.
  */
 export function modelStreamInfer(ctx: GrpcContext): handleBidiStreamingCall<Buffer, ModelStreamInferResponseMessage> {
   return (call) => {
