@@ -5,11 +5,10 @@ import { updateLogSettings, type LogSettings } from '../../logging/log-settings'
 import type { Logger } from '../../logging/logger';
 import type { InferenceRequest, InferenceResponse } from '../../model/inference';
 import type { LoadOverride } from '../../model/model-control';
-import { refuseDecoupled } from '../../model/request-pipeline';
 import { BufferPool, type BufferLease } from '../../tensor/buffer-pool';
 import type { TraceSettings } from '../../tracing/trace';
 import { headerMatcher } from '../forward-headers';
-import type { InferCall, ResponseSink } from '../infer-entry';
+import { decodeFor, type InferCall, type ResponseSink } from '../infer-entry';
 import type { RepositoryIndexEntry, ServerCore, ServerMetadata } from '../server-core';
 import type { ChatMessage } from '../../model/chat-template';
 import { chatTemplateOf } from '../../model/chat-template';
@@ -171,9 +170,7 @@ export class RemoteCore implements ServerCore {
   inferAsync(call: InferCall, sink: ResponseSink): Promise<void> {
     let request: InferenceRequest;
     try {
-      const model = this.repository.get(call.modelName, call.modelVersion);
-      if (call.unaryEndpoint !== undefined) refuseDecoupled(model, call.unaryEndpoint);
-      request = call.decode(model);
+      request = decodeFor(call, this.repository.get(call.modelName, call.modelVersion));
     } catch (err) {
       return Promise.reject(err);
     }

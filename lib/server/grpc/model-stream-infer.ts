@@ -136,10 +136,10 @@ async function answer(
     modelVersion: msg.model_version,
     protocol: 'GRPC',
     headers: metadata,
+    // Known once the model is: a decoupled model's responses go out as produced (Triton orders only the others), a
+    // failure to decode its request included, and the requests behind it stop waiting for it.
+    streamed: () => order.leave(place),
     decode: (model) => {
-      // Known once the model is: a decoupled model's responses go out as produced (Triton orders only the others),
-      // a failure to decode its request included, and the requests behind it stop waiting for it.
-      if (model.config.decoupled) order.leave(place);
       const request = decodeGrpcInfer(msg, model, cancellation, undefined, shm);
       outputHandling = grpcOutputHandling(msg, model, shm);
       version = model.version;
