@@ -43,6 +43,8 @@ STOPPING = {"error": "Server is stopping and accepts no new requests"}
 WARM = 3
 #: The longest a client waits for one answer before it counts the request as lost.
 ANSWER_TIMEOUT_S = 30
+#: Requests one client sends at most: a run ends even if the server never stops.
+MAX_REQUESTS = 20_000
 
 
 class Tally:
@@ -70,11 +72,11 @@ def client(port, tally, warm):
     """One http.client connection posting infer in a loop until the port refuses a connection."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=ANSWER_TIMEOUT_S)
     answers = 0
-    while True:
+    for _ in range(MAX_REQUESTS):
         # http.client opens a connection when it has none: the first time, and after an answer said Connection: close.
-        fresh = conn.sock is None
+        where = "a new connection" if conn.sock is None else "a kept-alive connection"
         try:
-            if fresh:
+            if conn.sock is None:
                 conn.connect()
         except ConnectionRefusedError:
             tally.add("refused_connect")
@@ -92,40 +94,45 @@ def client(port, tally, warm):
             conn.request("POST", PATH, body=BODY, headers=HEADERS)
             res = conn.getresponse()
             body = res.read()
-        except http.client.RemoteDisconnected as err:
-            # Before ConnectionResetError, of which it is a subclass: an orderly close, no answer.
-            tally.add("eof", f"{err!r} on a {'new' if fresh else 'kept-alive'} connection", time.monotonic())
-            conn.close()
-            continue
-        except http.client.IncompleteRead as err:
-            tally.add("eof", f"{err!r}", time.monotonic())
+        except (http.client.RemoteDisconnected, http.client.IncompleteRead) as err:
+            # Before ConnectionResetError, a base of RemoteDisconnected: an orderly close, without the whole answer.
+            tally.add("eof", f"{err!r} on {where}", time.monotonic())
             conn.close()
             continue
         except (ConnectionResetError, BrokenPipeError) as err:
-            tally.add("reset", f"{err!r} on a {'new' if fresh else 'kept-alive'} connection", time.monotonic())
+            tally.add("reset", f"{err!r} on {where}", time.monotonic())
             conn.close()
             continue
         except (OSError, http.client.HTTPException) as err:
-            tally.add("other", f"{err!r}", time.monotonic())
+            tally.add("other", f"{err!r} on {where}", time.monotonic())
             conn.close()
             continue
-        now = time.monotonic()
-        closing = (res.getheader("Connection") or "").lower() == "close"
-        if res.status == 200 and json.loads(body)["outputs"][0]["data"] == [2, 4, 6]:
-            tally.add("ok")
-        elif res.status == 503 and closing and json.loads(body) == STOPPING:
-            tally.add("refused_503", at=now)
-        else:
-            tally.add("other", f"HTTP {res.status} Connection: {res.getheader('Connection')} {body[:200]!r}", now)
+        outcome = classify(res, body)
+        tally.add(outcome, None if outcome != "other" else f"HTTP {res.status} Connection: "
+                  f"{res.getheader('Connection')} {body[:200]!r}", time.monotonic())
         answers += 1
         if answers == WARM:
             warm.release()
+    tally.add("other", f"still served after {MAX_REQUESTS} requests")
+
+
+def classify(res, body):
+    """'ok' for a 200 with the right numbers, 'refused_503' for a stopping server's 503, 'other' for anything else."""
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return "other"
+    if res.status == 200 and answer.get("outputs", [{}])[0].get("data") == [2, 4, 6]:
+        return "ok"
+    if res.status == 503 and (res.getheader("Connection") or "").lower() == "close" and answer == STOPPING:
+        return "refused_503"
+    return "other"
 
 
 def start_server(threads, delay_ms, max_batch_size):
     env = {**os.environ, "TSTRITON_HTTP_THREAD_COUNT": str(threads)}
-    proc = subprocess.Popen([str(NODE), "--require", str(REGISTER_TS), str(FIXTURE), str(delay_ms), str(max_batch_size)],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    command = [str(NODE), "--require", str(REGISTER_TS), str(FIXTURE), str(delay_ms), str(max_batch_size)]
+    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
     line = proc.stdout.readline()
     if not line:
         proc.wait()
@@ -155,7 +162,9 @@ def run_once(threads, clients, delay_ms, max_batch_size):
         for w in workers:
             w.start()
         for _ in workers:
-            warm.acquire()
+            if not warm.acquire(timeout=60):
+                raise RuntimeError(f"the clients did not get {WARM} answers each within 60 s: {tally.counts}, "
+                                   f"{tally.notes}")
         at_signal = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         for w in workers:
@@ -170,15 +179,17 @@ def run_once(threads, clients, delay_ms, max_batch_size):
     lost = c["requests"] - c["ok"] - c["refused_503"]
     since = lambda t: None if t is None else round((t - at_signal) * 1000)  # noqa: E731
     return {
-        "threads": threads, "front_end_threads": fe, "exit_code": code, "exit_ms": round(exited * 1000), **c, "lost": lost,
-        "first_503_ms": since(tally.first_503), "failures_ms": sorted(since(t) for t in tally.failures_at), "notes": tally.notes,
+        "threads": threads, "front_end_threads": fe, "exit_code": code, "exit_ms": round(exited * 1000), **c,
+        "lost": lost, "first_503_ms": since(tally.first_503),
+        "failures_ms": sorted(since(t) for t in tally.failures_at), "notes": tally.notes,
     }
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20, help="runs per thread count (default 20)")
-    parser.add_argument("--threads", default="1,2", help="TSTRITON_HTTP_THREAD_COUNT values, comma-separated (default 1,2)")
+    parser.add_argument("--threads", default="1,2",
+                        help="TSTRITON_HTTP_THREAD_COUNT values, comma-separated (default 1,2)")
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--delay-ms", type=int, default=50, help="the model's time per batch (default 50)")
     parser.add_argument("--max-batch-size", type=int, default=16)
@@ -194,11 +205,13 @@ def main():
             results.append(r)
             print(json.dumps(r), file=sys.stderr, flush=True)
 
-    print("| threads | run | requests | 200 | 503 | refused connections | resets | EOF without answer | lost answers | exit code | first 503 / exit after SIGTERM |")
+    print("| threads | run | requests | 200 | 503 | refused connections | resets | EOF without answer | lost answers "
+          "| exit code | first 503 / exit after SIGTERM |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in results:
-        print(f"| {r['threads']} | {r['run']} | {r['requests']} | {r['ok']} | {r['refused_503']} | {r['refused_connect']} | "
-              f"{r['reset']} | {r['eof']} | {r['lost']} | {r['exit_code']} | {r['first_503_ms']} ms / {r['exit_ms']} ms |")
+        print(f"| {r['threads']} | {r['run']} | {r['requests']} | {r['ok']} | {r['refused_503']} | "
+              f"{r['refused_connect']} | {r['reset']} | {r['eof']} | {r['lost']} | {r['exit_code']} | "
+              f"{r['first_503_ms']} ms / {r['exit_ms']} ms |")
     print()
     print("| threads | runs | runs with a reset | resets | EOFs without answer | lost answers | exit codes |")
     print("|---:|---:|---:|---:|---:|---:|---|")
@@ -209,7 +222,8 @@ def main():
         resets = sum(r["reset"] for r in rs)
         eofs = sum(r["eof"] for r in rs)
         lost = sum(r["lost"] for r in rs)
-        print(f"| {threads} | {len(rs)} | {sum(1 for r in rs if r['reset'])} | {resets} | {eofs} | {lost} | {', '.join(map(str, codes))} |")
+        with_reset = sum(1 for r in rs if r["reset"])
+        print(f"| {threads} | {len(rs)} | {with_reset} | {resets} | {eofs} | {lost} | {', '.join(map(str, codes))} |")
         bad = bad or resets or eofs or lost or codes != [0]
     sys.exit(1 if bad else 0)
 

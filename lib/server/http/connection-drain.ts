@@ -80,7 +80,7 @@ export function closeAfterRefusal(res: ServerResponse): void {
  * go out, and their clients' next connections are refused. A connection closes once it has no exchange in progress;
  * an idle one, whose client was told to keep it, once it is unlikely that a request is on its way (its linger:
  * PAUSE_FACTOR times its client's longest pause, within IDLE_LINGER_MIN_MS and LINGER_MAX_MS); a connection whose
- * first request has not arrived yet is waited for, up to LINGER_MAX_MS.
+ * first request has not arrived yet is waited for, up to LINGER_MAX_MS after the port closed.
  *
  * Every close during the stop is made in two steps (RFC 9112 §9.6): the server's side first (a FIN after the last
  * answer), then, once the client has closed its side, the socket, or after LINGER_MAX_MS. Closing a socket with
