@@ -13,8 +13,12 @@ failed=0
 # 40 for the pytest suites (a container image build among them), leaving 20 for set-up (npm ci, the test tools),
 # build and lint. Past its deadline a step's processes are listed and killed, and the step counts as one failure.
 # Seconds; the variables override them.
-JEST_DEADLINE=${TSTRITON_JEST_DEADLINE_SECS:-1800}
-PYTEST_DEADLINE=${TSTRITON_PYTEST_DEADLINE_SECS:-2400}
+JEST_DEADLINE=${TSTRITON_JEST_DEADLINE_SECS:-1500}
+JEST_THREADS_DEADLINE=${TSTRITON_JEST_THREADS_DEADLINE_SECS:-600}
+PYTEST_DEADLINE=${TSTRITON_PYTEST_DEADLINE_SECS:-1500}
+PYTEST_THREADS_DEADLINE=${TSTRITON_PYTEST_THREADS_DEADLINE_SECS:-900}
+# The front-end thread count of the second runs: two, which a 2-core machine does not get by default (one).
+THREADED_COUNT=2
 
 # with_deadline SECONDS NAME LOG COMMAND...: runs COMMAND in a process group of its own, output to LOG, and returns
 # its status. Past SECONDS it prints what still runs in that group, ends the group (TERM, KILL 15 s later) and
@@ -72,41 +76,82 @@ step typecheck npx tsc -p tsconfig.json --noEmit
 step lint npx eslint .
 step cycles node scripts/check-cycles.js
 
-# forceExit (jest.config.js) ends jest once it has reported, and the watchdog environment fails the file that left
-# something open; the deadline is for a jest that never reports.
-with_deadline "$JEST_DEADLINE" jest "$out/jest.log" npx jest --ci --json --outputFile="$out/jest.json"
-jest_rc=$?
-tail -60 "$out/jest.log"
-[ "$jest_rc" -eq 124 ] && failed=$((failed + 1))
-if [ -s "$out/jest.json" ]; then
-  read -r jp jf < <(node -e 'const r=require(process.argv[1]);console.log(r.numPassedTests, r.numFailedTests + r.numRuntimeErrorTestSuites)' "$out/jest.json")
+# count_jest LABEL JSON: adds a jest report's tests to the totals and names each failed test, with LABEL (the run), so
+# that a failure says which run it came from. No report is one failure.
+count_jest() {
+  local label=$1 json=$2 jp jf
+  if [ ! -s "$json" ]; then failed=$((failed + 1)); echo "FAIL $label: jest produced no report"; return; fi
+  read -r jp jf < <(node -e '
+    const r = require(process.argv[1]);
+    console.log(r.numPassedTests, r.numFailedTests + r.numRuntimeErrorTestSuites);
+    for (const f of r.testResults) {
+      const file = require("node:path").relative(process.cwd(), f.name);
+      for (const a of f.assertionResults) if (a.status === "failed") console.error(`FAIL ${process.argv[2]}: ${file} › ${a.fullName}`);
+      if (f.assertionResults.length === 0 && f.status === "failed") console.error(`FAIL ${process.argv[2]}: ${file} did not run`);
+    }' "$json" "$label")
   passed=$((passed + jp)); failed=$((failed + jf))
-else
-  failed=$((failed + 1)); echo "FAIL jest produced no report"
-fi
+}
 
-if [ "$tools" = missing ] && ! python3 -c 'import pytest' 2>/dev/null; then
-  echo "SKIP pytest: the interop and deployment suites (test/interop, test/deploy) are not run: pytest is missing since the test tools' install failed (counted above)"
-else
-  [ "$tools" = missing ] && echo "note: the test tools' install failed (counted above); interop and deployment tests that need what is missing fail or skip, naming it"
-  with_deadline "$PYTEST_DEADLINE" pytest "$out/pytest.log" python3 -m pytest test/interop test/deploy -q -p no:cacheprovider --junitxml="$out/pytest.xml"
-  [ $? -eq 124 ] && failed=$((failed + 1))
-  tail -40 "$out/pytest.log"
-  if [ -s "$out/pytest.xml" ]; then
-    read -r pp pf < <(python3 - "$out/pytest.xml" <<'PY'
+# count_junit LABEL XML: the same for a pytest junit report (skipped tests count neither way).
+count_junit() {
+  local label=$1 xml=$2 pp pf
+  if [ ! -s "$xml" ]; then failed=$((failed + 1)); echo "FAIL $label: pytest produced no report"; return; fi
+  read -r pp pf < <(python3 - "$xml" "$label" <<'PY'
 import sys, xml.etree.ElementTree as ET
 root = ET.parse(sys.argv[1]).getroot()
 suites = [root] if root.tag == "testsuite" else list(root)
 t = sum(int(s.get("tests", 0)) for s in suites)
 f = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
 sk = sum(int(s.get("skipped", 0)) for s in suites)
+for case in root.iter("testcase"):
+    if case.find("failure") is not None or case.find("error") is not None:
+        print(f"FAIL {sys.argv[2]}: {case.get('classname')}::{case.get('name')}", file=sys.stderr)
 print(t - f - sk, f)
 PY
 )
-    passed=$((passed + pp)); failed=$((failed + pf))
-  else
-    failed=$((failed + 1)); echo "FAIL pytest produced no report"
-  fi
+  passed=$((passed + pp)); failed=$((failed + pf))
+}
+
+# run_jest LABEL NAME DEADLINE [VAR=VALUE...] -- JEST-ARGS...: one jest run under its deadline, its log's end, its
+# counts. forceExit (jest.config.js) ends jest once it has reported, and the watchdog environment fails the file that
+# left something open; the deadline is for a jest that never reports.
+run_jest() {
+  local label=$1 name=$2 secs=$3; shift 3
+  local vars=()
+  while [ "$1" != -- ]; do vars+=("$1"); shift; done; shift
+  echo "== $label"
+  with_deadline "$secs" "$name" "$out/$name.log" env ${vars[@]+"${vars[@]}"} npx jest --ci --json --outputFile="$out/$name.json" "$@"
+  local rc=$?
+  tail -60 "$out/$name.log"
+  [ "$rc" -eq 124 ] && failed=$((failed + 1))
+  count_jest "$label" "$out/$name.json"
+}
+
+# run_pytest LABEL NAME DEADLINE [VAR=VALUE...] -- PYTEST-ARGS...: the same for pytest, with a junit report of its own.
+run_pytest() {
+  local label=$1 name=$2 secs=$3; shift 3
+  local vars=()
+  while [ "$1" != -- ]; do vars+=("$1"); shift; done; shift
+  echo "== $label"
+  with_deadline "$secs" "$name" "$out/$name.log" env ${vars[@]+"${vars[@]}"} python3 -m pytest -q -p no:cacheprovider --junitxml="$out/$name.xml" -o junit_suite_name="$name" "$@"
+  local rc=$?
+  tail -40 "$out/$name.log"
+  [ "$rc" -eq 124 ] && failed=$((failed + 1))
+  count_junit "$label" "$out/$name.xml"
+}
+
+run_jest "jest: unit, integration, robustness" jest "$JEST_DEADLINE" --
+# The threaded path (docs/threads.md): on 2 cores the default is one front-end thread, so the robustness suite's
+# fuzzers and the interop suite's clients run again against servers with two, which inherit the variable.
+run_jest "jest: robustness on ${THREADED_COUNT} front-end threads" jest-threads "$JEST_THREADS_DEADLINE" TSTRITON_HTTP_THREAD_COUNT="$THREADED_COUNT" -- --selectProjects robustness
+
+if [ "$tools" = missing ] && ! python3 -c 'import pytest' 2>/dev/null; then
+  echo "SKIP pytest: the interop and deployment suites (test/interop, test/deploy) are not run: pytest is missing since the test tools' install failed (counted above)"
+else
+  [ "$tools" = missing ] && echo "note: the test tools' install failed (counted above); interop and deployment tests that need what is missing fail or skip, naming it"
+  run_pytest "pytest: interop and deployment" pytest "$PYTEST_DEADLINE" -- test/interop test/deploy
+  # The deployment tests run once: they build and run the image and chart, whose servers' thread count is theirs.
+  run_pytest "pytest: interop on ${THREADED_COUNT} front-end threads" pytest-threads "$PYTEST_THREADS_DEADLINE" TSTRITON_HTTP_THREAD_COUNT="$THREADED_COUNT" -- test/interop
 fi
 
 echo "$passed passed, $failed failed"
