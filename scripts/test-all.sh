@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs every suite — type-check, lint, import cycles, jest (unit + integration), interop (pytest with Triton's clients),
-# deployment (pytest: container image, chart and manifests, replicas behind a load balancer) —
-# and ends with one line: "N passed, N failed".
+# Runs every suite — type-check, lint, import cycles, jest (unit + integration + robustness), interop (pytest with
+# Triton's clients), deployment (pytest: container image, chart and manifests, replicas behind a load balancer), then
+# the robustness and interop suites again against servers with two front-end threads — and ends with one line:
+# "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
 out=$(mktemp -d)
@@ -76,82 +77,85 @@ step typecheck npx tsc -p tsconfig.json --noEmit
 step lint npx eslint .
 step cycles node scripts/check-cycles.js
 
-# count_jest LABEL JSON: adds a jest report's tests to the totals and names each failed test, with LABEL (the run), so
-# that a failure says which run it came from. No report is one failure.
+# add_counts LABEL: reads a report's summary from stdin, "PASSED FAILED" then one line per failed test, adds the
+# numbers to the totals and prints each failed test after "FAIL LABEL: ", so that it says which run it came from.
+add_counts() {
+  local label=$1 lines
+  mapfile -t lines
+  if [ "${#lines[@]}" -eq 0 ]; then failed=$((failed + 1)); echo "FAIL $label: its report could not be read"; return; fi
+  local p f
+  read -r p f <<<"${lines[0]}"
+  passed=$((passed + p)); failed=$((failed + f))
+  local name
+  for name in "${lines[@]:1}"; do echo "FAIL $label: $name"; done
+}
+
+# count_jest LABEL JSON and count_pytest LABEL XML: a jest or pytest junit report into the totals (skipped tests count
+# neither way). No report is one failure.
 count_jest() {
-  local label=$1 json=$2 jp jf
-  if [ ! -s "$json" ]; then failed=$((failed + 1)); echo "FAIL $label: jest produced no report"; return; fi
-  read -r jp jf < <(node -e '
+  if [ ! -s "$2" ]; then failed=$((failed + 1)); echo "FAIL $1: jest produced no report"; return; fi
+  add_counts "$1" < <(node -e '
     const r = require(process.argv[1]);
     console.log(r.numPassedTests, r.numFailedTests + r.numRuntimeErrorTestSuites);
     for (const f of r.testResults) {
       const file = require("node:path").relative(process.cwd(), f.name);
-      for (const a of f.assertionResults) if (a.status === "failed") console.error(`FAIL ${process.argv[2]}: ${file} › ${a.fullName}`);
-      if (f.assertionResults.length === 0 && f.status === "failed") console.error(`FAIL ${process.argv[2]}: ${file} did not run`);
-    }' "$json" "$label")
-  passed=$((passed + jp)); failed=$((failed + jf))
+      for (const a of f.assertionResults) if (a.status === "failed") console.log(`${file} › ${a.fullName}`);
+      if (f.assertionResults.length === 0 && f.status === "failed") console.log(`${file} did not run`);
+    }' "$2")
 }
-
-# count_junit LABEL XML: the same for a pytest junit report (skipped tests count neither way).
-count_junit() {
-  local label=$1 xml=$2 pp pf
-  if [ ! -s "$xml" ]; then failed=$((failed + 1)); echo "FAIL $label: pytest produced no report"; return; fi
-  read -r pp pf < <(python3 - "$xml" "$label" <<'PY'
+count_pytest() {
+  if [ ! -s "$2" ]; then failed=$((failed + 1)); echo "FAIL $1: pytest produced no report"; return; fi
+  add_counts "$1" < <(python3 - "$2" <<'PY'
 import sys, xml.etree.ElementTree as ET
 root = ET.parse(sys.argv[1]).getroot()
 suites = [root] if root.tag == "testsuite" else list(root)
 t = sum(int(s.get("tests", 0)) for s in suites)
 f = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
 sk = sum(int(s.get("skipped", 0)) for s in suites)
+print(t - f - sk, f)
 for case in root.iter("testcase"):
     if case.find("failure") is not None or case.find("error") is not None:
-        print(f"FAIL {sys.argv[2]}: {case.get('classname')}::{case.get('name')}", file=sys.stderr)
-print(t - f - sk, f)
+        print(f"{case.get('classname')}::{case.get('name')}")
 PY
 )
-  passed=$((passed + pp)); failed=$((failed + pf))
 }
 
-# run_jest LABEL NAME DEADLINE [VAR=VALUE...] -- JEST-ARGS...: one jest run under its deadline, its log's end, its
-# counts. forceExit (jest.config.js) ends jest once it has reported, and the watchdog environment fails the file that
-# left something open; the deadline is for a jest that never reports.
-run_jest() {
+# run_suite LABEL NAME DEADLINE [VAR=VALUE...] -- jest|pytest ARGS...: one run of jest or pytest with the variables
+# set, under its deadline, with a report of its own ($out/NAME.json or .xml); prints a header, its log's end and how
+# long it took, and adds its tests to the totals. forceExit (jest.config.js) ends jest once it has reported, and the
+# watchdog environment fails the file that left something open; the deadline is for a run that never reports.
+run_suite() {
   local label=$1 name=$2 secs=$3; shift 3
   local vars=()
-  while [ "$1" != -- ]; do vars+=("$1"); shift; done; shift
-  echo "== $label"
-  with_deadline "$secs" "$name" "$out/$name.log" env ${vars[@]+"${vars[@]}"} npx jest --ci --json --outputFile="$out/$name.json" "$@"
-  local rc=$?
-  tail -60 "$out/$name.log"
+  while [ "$1" != -- ]; do vars+=("$1"); shift; done
+  local tool=$2; shift 2
+  local report cmd
+  case $tool in
+    jest) report=$out/$name.json; cmd=(npx jest --ci --json --outputFile="$report") ;;
+    pytest) report=$out/$name.xml; cmd=(python3 -m pytest -q -p no:cacheprovider --junitxml="$report" -o junit_suite_name="$name") ;;
+  esac
+  echo "== $label (deadline $((secs / 60)) min)"
+  local t0=$SECONDS rc
+  with_deadline "$secs" "$name" "$out/$name.log" env ${vars[@]+"${vars[@]}"} "${cmd[@]}" "$@"
+  rc=$?
+  tail -50 "$out/$name.log"
+  echo "== $label: $((SECONDS - t0)) s"
   [ "$rc" -eq 124 ] && failed=$((failed + 1))
-  count_jest "$label" "$out/$name.json"
+  "count_$tool" "$label" "$report"
 }
 
-# run_pytest LABEL NAME DEADLINE [VAR=VALUE...] -- PYTEST-ARGS...: the same for pytest, with a junit report of its own.
-run_pytest() {
-  local label=$1 name=$2 secs=$3; shift 3
-  local vars=()
-  while [ "$1" != -- ]; do vars+=("$1"); shift; done; shift
-  echo "== $label"
-  with_deadline "$secs" "$name" "$out/$name.log" env ${vars[@]+"${vars[@]}"} python3 -m pytest -q -p no:cacheprovider --junitxml="$out/$name.xml" -o junit_suite_name="$name" "$@"
-  local rc=$?
-  tail -40 "$out/$name.log"
-  [ "$rc" -eq 124 ] && failed=$((failed + 1))
-  count_junit "$label" "$out/$name.xml"
-}
-
-run_jest "jest: unit, integration, robustness" jest "$JEST_DEADLINE" --
+run_suite "jest: unit, integration, robustness" jest "$JEST_DEADLINE" -- jest
 # The threaded path (docs/threads.md): on 2 cores the default is one front-end thread, so the robustness suite's
 # fuzzers and the interop suite's clients run again against servers with two, which inherit the variable.
-run_jest "jest: robustness on ${THREADED_COUNT} front-end threads" jest-threads "$JEST_THREADS_DEADLINE" TSTRITON_HTTP_THREAD_COUNT="$THREADED_COUNT" -- --selectProjects robustness
+run_suite "jest: robustness on ${THREADED_COUNT} front-end threads" jest-threads "$JEST_THREADS_DEADLINE" TSTRITON_HTTP_THREAD_COUNT="$THREADED_COUNT" -- jest --selectProjects robustness
 
 if [ "$tools" = missing ] && ! python3 -c 'import pytest' 2>/dev/null; then
   echo "SKIP pytest: the interop and deployment suites (test/interop, test/deploy) are not run: pytest is missing since the test tools' install failed (counted above)"
 else
   [ "$tools" = missing ] && echo "note: the test tools' install failed (counted above); interop and deployment tests that need what is missing fail or skip, naming it"
-  run_pytest "pytest: interop and deployment" pytest "$PYTEST_DEADLINE" -- test/interop test/deploy
+  run_suite "pytest: interop and deployment" pytest "$PYTEST_DEADLINE" -- pytest test/interop test/deploy
   # The deployment tests run once: they build and run the image and chart, whose servers' thread count is theirs.
-  run_pytest "pytest: interop on ${THREADED_COUNT} front-end threads" pytest-threads "$PYTEST_THREADS_DEADLINE" TSTRITON_HTTP_THREAD_COUNT="$THREADED_COUNT" -- test/interop
+  run_suite "pytest: interop on ${THREADED_COUNT} front-end threads" pytest-threads "$PYTEST_THREADS_DEADLINE" TSTRITON_HTTP_THREAD_COUNT="$THREADED_COUNT" -- pytest test/interop
 fi
 
 echo "$passed passed, $failed failed"
