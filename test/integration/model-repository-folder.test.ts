@@ -273,6 +273,19 @@ describe('serving a model repository folder', () => {
     expect(loadFolders().filter((f) => !before.includes(f))).toEqual([]);
   });
 
+  it('explicit mode: a model a load request brought stays listed, with why, when a later load of it fails', async () => {
+    await start({ modelControlMode: 'explicit' });
+    const upload = (config: object) =>
+      post('/v2/repository/models/uploaded/load', { parameters: { config: JSON.stringify(config), 'file:1/model.onnx': fs.readFileSync(IDENTITY).toString('base64') } });
+    expect((await upload({ platform: 'onnxruntime_onnx', max_batch_size: 4 })).status).toBe(200);
+    expect((await upload({ platform: 'onnxruntime_onnx', bogus: 1 })).status).toBe(400);
+    // In no repository, but loaded: the index keeps it, and says why the last load failed, as for a repository model.
+    expect((await index()).filter((e) => e.name === 'uploaded')).toEqual([
+      { name: 'uploaded', version: '1', state: 'READY', reason: expect.stringMatching(/^the last load failed, .*field 'bogus' is not supported/) as unknown },
+    ]);
+    expect((await inferIdentity('uploaded')).status).toBe(200);
+  });
+
   it('explicit mode: an unload lets the requests in flight finish, then the model is gone', async () => {
     repo.write('slow/1/model.ts', fs.readFileSync(SCRIPT));
     repo.write('slow/config.pbtxt', SLOW_CONFIG);
