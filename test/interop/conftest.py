@@ -23,7 +23,7 @@ FRONT_END_THREADS = int(_THREADS) if _THREADS.isdigit() and int(_THREADS) > 1 el
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "runs_once(reason): the test runs in the first pass only, not again with front-end threads; "
-                   "the reason says why (it sets its own thread count, or is about something only one thread does)")
+                   "the reason says why (it starts no server, sets its own thread count, or cannot run on threads)")
 
 
 def pytest_report_header(config):
@@ -112,7 +112,7 @@ def start_server(script="dist/examples/serve.js", env=None, timeout=30, command=
         proc.kill()
         raise RuntimeError("server did not start:\n" + "".join(log))
     # The threaded pass proves nothing if the server quietly serves on its core thread (Node before 22.12, a platform
-    # without reusePort, routes on http.router): such a server fails the test that started it, with its log.
+    # without reusePort): such a server fails the test that started it, with its log.
     if FRONT_END_THREADS and full_env.get("TSTRITON_HTTP_THREAD_COUNT") == str(FRONT_END_THREADS) \
             and holder.get("threads") != FRONT_END_THREADS:
         stop_server(RunningServer(proc, holder["ports"], log))
