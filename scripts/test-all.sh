@@ -13,8 +13,8 @@ failed=0
 # robustness suite on front-end threads, 24 for the pytest suites (interop, and deployment with a container image
 # build) and 10 for the interop suite on front-end threads: 58 in all, leaving 32 for set-up (npm ci and the test
 # tools, ~16 on a fresh busy machine: the OpenTelemetry Collector builds from source), build, type-check and lint.
-# Measured on a 2-core machine kept busy by other work (load average 3-7): 6, 0.6, 10.3 (interop 5, deployment 5)
-# and 4 minutes, 22 for the whole script. Past its deadline a step's processes are listed and killed, and the step
+# Measured twice on a 2-core machine kept busy by other work (load average 1.4-7.7): 5.3-5.8, 0.6-0.7, 7.6-10.3
+# (interop 5, deployment 3-5) and 4.1 minutes, 19-22 for the whole script. Past its deadline a step's processes are listed and killed, and the step
 # counts as one failure. Seconds; the variables override them.
 JEST_DEADLINE=${TSTRITON_JEST_DEADLINE_SECS:-1200}
 JEST_THREADS_DEADLINE=${TSTRITON_JEST_THREADS_DEADLINE_SECS:-240}
