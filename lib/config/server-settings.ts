@@ -125,7 +125,7 @@ export const SERVER_SETTINGS = {
    * the next burst climbs higher (docs/threads.md, "Memory"). A steady load never goes quiet and is never paused
    * for it. 0 leaves it to V8.
    */
-  idleCollectionMegabytes: { type: 'integer', default: 64, min: 0,
+  idleCollectionMegabytes: { type: 'integer', default: 16, min: 0,
     section: 'server', triton: false, placeholder: 'MB', help: 'a thread that goes quiet with its heap grown this much since its last full collection runs one; 0 leaves it to V8' },
 
   // Response cache and trace.

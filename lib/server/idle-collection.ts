@@ -26,8 +26,8 @@ const QUIET_BYTES = 1024 * 1024;
  * Each thread of the server (the core thread and each front-end thread) runs one of these: once a second it reads
  * its heap. A look that finds less than 1 MiB more or less in use than the last one finds the thread quiet; one
  * that finds more, busy. On the first quiet look after a busy one, if the committed heap has reached
- * `thresholdBytes` or more above the thread's idle size (the least it was left at by a full collection, or at the
- * start) since the last collection, it runs one: the inspector's `HeapProfiler.collectGarbage`, which also
+ * `thresholdBytes` or more above the thread's idle size (the least a full collection left it at, or what it used
+ * at the start) since the last collection, it runs one: the inspector's `HeapProfiler.collectGarbage`, which also
  * empties the pool. A steady load never looks quiet, so it never collects there; a burst costs one collection
  * once it is over; a thread that sits quiet is not collected again until it has worked.
  */
@@ -36,7 +36,7 @@ export class IdleCollection {
   /** `used` at the last look, and whether a look found the thread busy since the last collection. */
   private lastUsed = 0;
   private worked = false;
-  /** The thread's idle size: the least `committed` a full collection left (or the start's); the most since. */
+  /** The thread's idle size: the least `committed` a full collection left (or `used` at the start); the most since. */
   private floor = 0;
   private peak = 0;
   private collecting = false;
@@ -51,7 +51,10 @@ export class IdleCollection {
     if (this.timer || this.thresholdBytes <= 0) return;
     const { used, committed } = this.heap.stats();
     this.lastUsed = used;
-    this.floor = this.peak = committed;
+    // Before its first collection, a thread's idle size is what it uses: what it committed also holds the garbage
+    // of its start (a new front-end thread commits twice what it uses).
+    this.floor = used;
+    this.peak = committed;
     this.timer = setInterval(() => void this.check(), CHECK_MS);
     this.timer.unref();
   }

@@ -97,6 +97,18 @@ describe('IdleCollection', () => {
     expect(heap.collections).toBe(2);
   });
 
+  it("takes a thread's idle size at the start from what it uses, not from what the start's garbage made V8 commit", async () => {
+    // A new front-end thread: 14 MB used, 32 MB committed. A burst takes it to 41 MB committed, 27 MB over its idle size.
+    const heap = new FakeHeap();
+    Object.assign(heap, { used: 14 * MB, committed: 32 * MB });
+    const collection = new IdleCollection(16 * MB, heap);
+    collection.start();
+    collection.stop();
+    Object.assign(heap, { used: 38 * MB, committed: 41 * MB });
+    expect(await collection.check()).toBe(false);
+    expect(await collection.check()).toBe(true);
+  });
+
   it('stops looking where a collection cannot be run (a Node without the inspector)', async () => {
     const heap = new FakeHeap();
     heap.available = false;
