@@ -6,7 +6,7 @@
  * server holds most of the flood at once for the seconds it takes to run through it.
  *
  *   npm run build && node dist/bench/flood/run.js [--threads 1,2 --floods 4 --starts 100000 --streams 4
- *     --strategy oldest --settle 3 --snapshots DIR]
+ *     --strategy oldest --settle 5 --snapshots DIR]
  *
  * For each thread count, one server child; its RSS (from /proc) before the first flood, then for each flood the
  * peak (VmHWM, reset before the flood through /proc/<pid>/clear_refs) and what is left once every answer has come
@@ -46,7 +46,7 @@ function parseOptions(): Options {
     starts: { type: 'number', default: 100_000, help: 'STARTs in a flood' },
     streams: { type: 'number', default: 4, help: 'gRPC streams a flood is spread over' },
     strategy: { type: 'list', default: ['oldest'], help: 'the sequence batcher: oldest or direct' },
-    settle: { type: 'number', default: 3, help: 'seconds the server idles after a flood before its RSS is read' },
+    settle: { type: 'number', default: 5, help: 'seconds the server idles after a flood before its RSS is read' },
     snapshots: { type: 'list', default: [], help: 'a folder for heap snapshots of every thread, before and after' },
   });
   const threads = f.threads.map(Number);
@@ -210,7 +210,7 @@ async function runServer(frontEndThreads: number, o: Options): Promise<ServerRun
     const run: ServerRun = { frontEndThreads, before: status(pid, 'VmRSS'), beforeThreads: await threads(), floods: [] };
     // After the RSS is read: a snapshot costs the server memory of its own.
     await snapshot('before');
-    log(`${frontEndThreads} thread(s): RSS ${mb(run.before)} MB before`);
+    log(`${frontEndThreads} thread(s): RSS ${mb(run.before)} MB before (${kindsText(rssByKind(pid))})`);
     for (let k = 0; k < o.floods; k++) {
       resetPeak(pid);
       const t0 = Date.now();
