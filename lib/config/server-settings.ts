@@ -117,6 +117,16 @@ export const SERVER_SETTINGS = {
   /** See `incrementalMarkingSoftTrigger`. */
   incrementalMarkingHardTrigger: { type: 'integer', default: 95, min: 0, max: 100,
     section: 'server', triton: false, placeholder: 'percent', help: "past this much, V8 starts marking at once; 0 for V8's rule" },
+  /**
+   * A thread of the server (the core thread, each front-end thread) that goes quiet with its heap grown this many
+   * MB since its last full garbage collection runs one, which gives back to the system what a burst of requests
+   * left. V8 would keep it: an idle thread's memory reducer finds the allocation rate high for as long as it idles
+   * and collects only on its watchdog, 100 s after the last full collection, so RSS stays at the burst's peak and
+   * the next burst climbs higher (docs/threads.md, "Memory"). A steady load never goes quiet and is never paused
+   * for it. 0 leaves it to V8.
+   */
+  idleCollectionMegabytes: { type: 'integer', default: 16, min: 0,
+    section: 'server', triton: false, placeholder: 'MB', help: 'a thread that goes quiet with its heap grown this much since its last full collection runs one; 0 leaves it to V8' },
 
   // Response cache and trace.
   /**

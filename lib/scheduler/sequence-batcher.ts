@@ -157,6 +157,7 @@ export class SequenceBatcher<T> extends ExecutionLoop<T> implements RequestSched
         entry.reject(cancelledError(cancellation.reason));
         // A cancelled END ends the sequence all the same.
         if (sequence.end) this.maybeRelease(owner);
+        this.idleFrom(owner);
       },
     };
     cancellation.listen(entry.onAbort);
@@ -166,22 +167,33 @@ export class SequenceBatcher<T> extends ExecutionLoop<T> implements RequestSched
       seq.ending = true;
       if (this.sequences.get(key) === seq) this.sequences.delete(key);
     }
-    this.touch(seq);
+    this.notIdle(seq);
     this.scheduleSoon();
   }
 
-  /** Re-arms the sequence's idle timer (Triton's `max_sequence_idle_microseconds`). */
-  private touch(seq: Sequence<T>): void {
+  /**
+   * Starts the sequence's idle time (Triton's `max_sequence_idle_microseconds`) once it has nothing queued or
+   * running. A sequence with a request waiting (for its slot, or behind its own requests) or running is never idle
+   * and holds no timer: a flood of STARTs backlogged behind the slots would otherwise keep one timer per sequence,
+   * each re-armed every period until its sequence got a slot.
+   */
+  private idleFrom(seq: Sequence<T>): void {
+    if (seq.released || seq.running || seq.queue.length > 0) return;
     if (seq.idleTimer) clearTimeout(seq.idleTimer);
     seq.idleTimer = setTimeout(() => this.idle(seq), this.idleMs);
     seq.idleTimer.unref?.();
   }
 
+  /** A request for the sequence arrived: it is not idle until that request has run. */
+  private notIdle(seq: Sequence<T>): void {
+    if (seq.idleTimer) clearTimeout(seq.idleTimer);
+    seq.idleTimer = undefined;
+  }
+
   private idle(seq: Sequence<T>): void {
     seq.idleTimer = undefined;
-    if (seq.released) return;
-    // Busy or with requests waiting: not idle; look again later.
-    if (seq.running || seq.queue.length > 0) return this.touch(seq);
+    // Busy again: its timer starts over when it is idle again.
+    if (seq.released || seq.running || seq.queue.length > 0) return;
     this.release(seq);
   }
 
@@ -381,6 +393,7 @@ export class SequenceBatcher<T> extends ExecutionLoop<T> implements RequestSched
         seq.ending = true;
         this.maybeRelease(seq);
       }
+      if (seq) this.idleFrom(seq);
     });
     this.schedule();
   }

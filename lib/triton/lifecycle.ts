@@ -7,9 +7,12 @@ import type { ModelRepository } from '../model/model-repository';
 import type { RepositoryIndexEntry } from '../model/model-control';
 import type { RepositoryControl } from '../repository/repository-control';
 import { eachAtMost, loadWithProgress, logModelTable, logLoadFailed, logServing, logStarted, logStartFailed } from '../repository/start-report';
+import { IdleCollection } from '../server/idle-collection';
 import { applyMarkingTriggers } from '../server/marking-triggers';
 import type { Transport } from '../server/server-core';
 import { repositoryApiNeedsKey } from './server-ports';
+
+const MB = 1024 * 1024;
 
 /** Where the server is in its life. */
 export type ServerState = 'created' | 'starting' | 'running' | 'stopping' | 'stopped';
@@ -52,6 +55,8 @@ export class ServerLifecycle {
   private exitCode = 0;
   private readonly stopped: Promise<number>;
   private resolveStopped!: (code: number) => void;
+  /** This thread's (the core thread's) collection when it goes quiet after a burst; the front-end threads run their own. */
+  private idleCollection: IdleCollection | undefined;
 
   constructor(private readonly parts: LifecycleParts) {
     this.stopped = new Promise((resolve) => (this.resolveStopped = resolve));
@@ -132,6 +137,8 @@ export class ServerLifecycle {
       throw err;
     }
     this.enter('running');
+    this.idleCollection = new IdleCollection(config.idleCollectionMegabytes * MB);
+    this.idleCollection.start();
     logServing(logger, this.ports, this.parts.repositoryIndex(), this.isReady());
   }
 
@@ -220,6 +227,7 @@ export class ServerLifecycle {
     // Not ready first: health probes answer "not ready" and new inference is refused with UNAVAILABLE
     // while the transports stay up for the requests still in flight.
     this.enter('stopping');
+    this.idleCollection?.stop();
     repositories.close();
     for (const m of repository.all()) m.state = 'UNAVAILABLE';
     for (const t of this.transports) t.drain?.();

@@ -6,6 +6,7 @@ import { GrpcServer } from '../grpc/grpc-server';
 import { httpPortServer, openAiPortServer } from '../http-ports';
 import type { ServerMetadata } from '../server-core';
 import { PublishedState, type CoreState } from './core-state';
+import { IdleCollection } from '../idle-collection';
 import type { RingMemory } from './hand-off';
 import type { FromFrontEnd, Phase, Ports, ToFrontEnd } from './messages';
 import { RemoteCore } from './remote-core';
@@ -39,6 +40,9 @@ function main(port: MessagePort, init: FrontEndInit): void {
   const grpc = config.allowGrpc ? new GrpcServer(core, logger) : undefined;
   const openai = config.openai && config.openaiPort >= 0 ? openAiPortServer(core, logger) : undefined;
   const post = (m: FromFrontEnd) => port.postMessage(m);
+  // This thread's own heap, given back when it goes quiet after a burst, as the core thread does its own.
+  const idleCollection = new IdleCollection(config.idleCollectionMegabytes * 1024 * 1024);
+  idleCollection.start();
 
   const listen = async (ports: Ports, reusePort: boolean): Promise<Ports> => ({
     http: http && ports.http !== undefined ? await http.listen(ports.http, config.httpAddress, reusePort) : undefined,
@@ -56,6 +60,7 @@ function main(port: MessagePort, init: FrontEndInit): void {
       await Promise.all([http?.stopAccepting(), openai?.stopAccepting(), grpc?.stopAccepting()]);
       return;
     }
+    idleCollection.stop();
     await Promise.all([http?.forceClose(), openai?.forceClose(), grpc?.forceClose()]);
     core.failAll(new TritonError('UNAVAILABLE', 'Server stopped before the request finished'));
     core.sharedMemory.closeAll();

@@ -175,11 +175,9 @@ export class RemoteCore implements ServerCore {
       return Promise.reject(err);
     }
     const id = this.nextId++;
-    const { cancellation } = request;
-    return new Promise<void>((resolve, reject) => {
-      const onCancel = () => this.post({ t: 'cancel', id });
-      this.pending.set(id, { sink, cancellation, onCancel, resolve, reject });
-      cancellation.listen(onCancel);
+    const settled = this.track(id, sink, request.cancellation);
+    try {
+      // Its bytes are copied (or moved) here: from now on the core thread holds the request, and this one does not.
       this.toCore.add({
         id,
         modelName: call.modelName,
@@ -189,7 +187,28 @@ export class RemoteCore implements ServerCore {
         headers: call.headers && this.headersToSend(call),
         request,
       });
-      this.schedule();
+    } catch (err) {
+      const p = this.pending.get(id) as Pending;
+      this.settle(id, p);
+      p.reject(err as Error);
+      return settled;
+    }
+    this.schedule();
+    return settled;
+  }
+
+  /**
+   * Keeps a request's place until its end comes back: its sink, its cancellation and the promise to settle, and
+   * nothing else. The closures made here see only these, so that the decoded request (its tensors) and the call
+   * (the message it was decoded from) can be collected while the core thread runs it: under a flood of requests
+   * that wait long in the core (sequences backlogged behind their slots) this thread would otherwise keep a second
+   * copy of every one of them.
+   */
+  private track(id: number, sink: ResponseSink, cancellation: Cancellation): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const onCancel = () => this.post({ t: 'cancel', id });
+      this.pending.set(id, { sink, cancellation, onCancel, resolve, reject });
+      cancellation.listen(onCancel);
     });
   }
 

@@ -3,6 +3,7 @@ import { Cancellation, CANCELLATION, type Cancellable } from '../../../lib/base/
 import { SequenceBatching, type SequenceBatchingInit } from '../../../lib/config/sequence-batching';
 import type { Instance } from '../../../lib/instances/instance';
 import { SequenceBatcher } from '../../../lib/scheduler/sequence-batcher';
+import { TritonError } from '../../../lib/base/errors';
 
 /** An instance whose batches finish when the test says so; it records each batch's rows as `id` or `-` (filler). */
 class GatedInstance implements Instance {
@@ -103,6 +104,40 @@ describe('SequenceBatcher', () => {
     instance.release();
     await bb;
     expect(b.liveSequences).toBe(0);
+  });
+
+  describe('idle sequences (fake timers)', () => {
+    beforeEach(() => jest.useFakeTimers());
+    afterEach(() => jest.useRealTimers());
+
+    it('holds no timer for a sequence waiting for its slot: a backlog of 1,000 keeps as many timers as one of 10', async () => {
+      const instance = new GatedInstance('m_0');
+      const b = batcher([instance], { oldest: { maxCandidateSequences: 1 }, maxSequenceIdleMicroseconds: 50_000 }, 1);
+      const starts: Promise<unknown>[] = [];
+      const startMore = async (n: number) => {
+        for (let i = 0; i < n; i++) starts.push(b.enqueue(req(`s${starts.length}`, { id: starts.length + 1, start: true, end: false }), 1, '').catch(() => undefined));
+        await jest.advanceTimersByTimeAsync(0);
+      };
+      // The first START runs (held by the instance); the others wait in the backlog.
+      await startMore(10);
+      expect(instance.batches).toEqual([['s0']]);
+      const withTen = jest.getTimerCount();
+      await startMore(990);
+      expect(b.liveSequences).toBe(1000);
+      expect(jest.getTimerCount()).toBe(withTen);
+      // A sequence that has run still idles out, and its slot goes to the oldest in the backlog.
+      instance.release();
+      await jest.advanceTimersByTimeAsync(49);
+      expect(b.liveSequences).toBe(1000);
+      await jest.advanceTimersByTimeAsync(1);
+      expect(b.liveSequences).toBe(999);
+      // The dispatch that runs s1, at the end of the turn that freed the slot.
+      await jest.advanceTimersToNextTimerAsync();
+      expect(instance.batches[1]).toEqual(['s1']);
+      b.rejectAll(new TritonError('UNAVAILABLE', 'test over'));
+      instance.release();
+      await Promise.all(starts);
+    });
   });
 
   describe('with maxQueueDelayMicroseconds (fake timers)', () => {

@@ -1,0 +1,120 @@
+import { getHeapStatistics } from 'node:v8';
+
+/** A thread's heap as the idle collection reads it, and the full collection it asks for. */
+export interface CollectableHeap {
+  /** Bytes of V8's heap in use (live objects and garbage not yet collected), and committed for it. */
+  stats(): { readonly used: number; readonly committed: number };
+  /** A full, memory-reducing collection; resolves false where this Node cannot run one (no inspector). */
+  collect(): Promise<boolean>;
+}
+
+/** How often a thread looks at its heap. */
+const CHECK_MS = 1000;
+/** A thread that allocated less than this since the last look is quiet. */
+const QUIET_BYTES = 1024 * 1024;
+
+/**
+ * Gives back the memory a burst of work left in one thread's heap, once the thread has gone quiet.
+ *
+ * V8 keeps what a burst left: the garbage stays in the heap until an allocation needs its room, and the pages a
+ * full collection frees are pooled for reuse rather than returned. Its memory reducer, which should collect and
+ * give them back when a thread idles, judges the allocation rate from samples that an idle Node thread does not
+ * renew: on Node 24 it found the rate "high" for as long as the server idled and collected only on its watchdog,
+ * 100 s after the last full collection (docs/threads.md, "Memory"). Meanwhile RSS stays at the burst's peak, and a
+ * second burst starts from the first one's limits and climbs higher.
+ *
+ * Each thread of the server (the core thread and each front-end thread) runs one of these: once a second it reads
+ * its heap. A look that finds less than 1 MiB more or less in use than the last one finds the thread quiet; one
+ * that finds more, busy. On the first quiet look after a busy one, if the committed heap has reached
+ * `thresholdBytes` or more above the thread's idle size (the least a full collection left it at, or what it used
+ * at the start) since the last collection, it runs one: the inspector's `HeapProfiler.collectGarbage`, which also
+ * empties the pool. A steady load never looks quiet, so it never collects there; a burst costs one collection
+ * once it is over; a thread that sits quiet is not collected again until it has worked.
+ */
+export class IdleCollection {
+  private timer: NodeJS.Timeout | undefined;
+  /** `used` at the last look, and whether a look found the thread busy since the last collection. */
+  private lastUsed = 0;
+  private worked = false;
+  /** The thread's idle size: the least `committed` a full collection left (or `used` at the start); the most since. */
+  private floor = 0;
+  private peak = 0;
+  private collecting = false;
+
+  constructor(
+    private readonly thresholdBytes: number,
+    private readonly heap: CollectableHeap = v8Heap,
+  ) {}
+
+  /** Starts looking, once a second, without keeping the thread alive; does nothing for a threshold of 0. */
+  start(): void {
+    if (this.timer || this.thresholdBytes <= 0) return;
+    const { used, committed } = this.heap.stats();
+    this.lastUsed = used;
+    // Before its first collection, a thread's idle size is what it uses: what it committed also holds the garbage
+    // of its start (a new front-end thread commits twice what it uses).
+    this.floor = used;
+    this.peak = committed;
+    this.timer = setInterval(() => void this.check(), CHECK_MS);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** One look: collects on the first quiet one after work that grew the heap past the threshold. Resolves true when it collected. */
+  async check(): Promise<boolean> {
+    if (this.collecting) return false;
+    const { used, committed } = this.heap.stats();
+    const quiet = Math.abs(used - this.lastUsed) < QUIET_BYTES;
+    this.lastUsed = used;
+    // The peak, not the heap now: a collection during the burst may have shrunk the heap and pooled its pages.
+    this.peak = Math.max(this.peak, committed);
+    if (!quiet) this.worked = true;
+    if (!quiet || !this.worked || this.peak - this.floor < this.thresholdBytes) return false;
+    this.collecting = true;
+    try {
+      if (!(await this.heap.collect())) {
+        this.stop();
+        return false;
+      }
+    } finally {
+      this.collecting = false;
+    }
+    const after = this.heap.stats();
+    this.lastUsed = after.used;
+    this.worked = false;
+    // A collection while the thread still held much (requests in flight) does not raise its idle size.
+    this.floor = Math.min(this.floor, after.committed);
+    this.peak = after.committed;
+    return true;
+  }
+}
+
+/** This thread's V8 heap, collected through the inspector (Node's public way to ask for a full collection). */
+const v8Heap: CollectableHeap = {
+  stats() {
+    const s = getHeapStatistics();
+    return { used: s.used_heap_size, committed: s.total_heap_size };
+  },
+  collect() {
+    let inspector: typeof import('node:inspector');
+    try {
+      // A Node built without the inspector throws here: the thread then keeps V8's own schedule.
+      inspector = process.getBuiltinModule('node:inspector') as typeof import('node:inspector');
+    } catch {
+      return Promise.resolve(false);
+    }
+    const session = new inspector.Session();
+    session.connect();
+    return new Promise((resolve) => {
+      session.post('HeapProfiler.collectGarbage', (err) => {
+        // Not from within the answer: disconnecting there never returns.
+        setImmediate(() => session.disconnect());
+        resolve(err === null);
+      });
+    });
+  },
+};
