@@ -7,12 +7,14 @@ const MB = 1024 * 1024;
 class FakeHeap implements CollectableHeap {
   used = 20 * MB;
   committed = 30 * MB;
+  /** The thread's CPU time (µs); undefined as on a Node that does not tell it. */
+  cpuMicros: number | undefined;
   collections = 0;
   after = { used: 18 * MB, committed: 25 * MB };
   available = true;
 
   stats() {
-    return { used: this.used, committed: this.committed };
+    return { used: this.used, committed: this.committed, cpuMicros: this.cpuMicros };
   }
 
   async collect(): Promise<boolean> {
@@ -95,6 +97,24 @@ describe('IdleCollection', () => {
     expect(await collection.check()).toBe(false);
     expect(await collection.check()).toBe(true);
     expect(heap.collections).toBe(2);
+  });
+
+  it("knows a quiet thread by its CPU time where Node tells it, whatever V8's sweepers do to the heap in use meanwhile", async () => {
+    const heap = new FakeHeap();
+    heap.cpuMicros = 0;
+    const collection = new IdleCollection(64 * MB, heap);
+    collection.start();
+    collection.stop();
+    const look = (used: number, committed: number, cpuMs: number) => {
+      Object.assign(heap, { used: used * MB, committed: committed * MB, cpuMicros: cpuMs * 1000 });
+      return collection.check();
+    };
+    // Busy: 900 ms of CPU in a second, however little the heap in use moved.
+    expect(await look(300, 500, 900)).toBe(false);
+    expect(await look(300.5, 500, 1800)).toBe(false);
+    // Quiet: 10 ms, while the heap in use fell by 50 MB (swept).
+    expect(await look(250, 500, 1810)).toBe(true);
+    expect(await look(18, 25, 1815)).toBe(false);
   });
 
   it("takes a thread's idle size at the start from what it uses, not from what the start's garbage made V8 commit", async () => {
