@@ -14,8 +14,8 @@ export interface CollectableHeap {
 /** How often a thread looks at its heap. */
 const CHECK_MS = 1000;
 /**
- * A thread that ran less than this since the last look is quiet (5 % of the time between looks); where Node does
- * not tell a thread's CPU time, one whose heap in use moved by less than `QUIET_BYTES`.
+ * A thread that ran less than this since the last look (5 % of the time between looks) is idle; where Node does not
+ * tell a thread's CPU time, one whose heap in use moved by less than `QUIET_BYTES`.
  */
 const QUIET_CPU_MICROS = 50_000;
 const QUIET_BYTES = 1024 * 1024;
@@ -25,20 +25,21 @@ const QUIET_BYTES = 1024 * 1024;
  *
  * V8 keeps what a burst left: the garbage stays in the heap until an allocation needs its room, and the pages a
  * full collection frees are pooled for reuse rather than returned. Its memory reducer, which should collect and
- * give them back when a thread idles, judges the allocation rate from samples that an idle Node thread does not
- * renew: on Node 24 it found the rate "high" for as long as the server idled and collected only on its watchdog,
- * 100 s after the last full collection (docs/threads.md, "Memory"). Meanwhile RSS stays at the burst's peak, and a
+ * give them back once a thread idles, found the allocation rate "high" at every one of its checks (8 s apart) for as
+ * long as the server idled on Node 24 (`--trace-memory-reducer`), and collected only on its watchdog, 100 s after
+ * the last full collection (docs/threads.md, "Memory"). Meanwhile RSS stays at the burst's peak, and a
  * second burst starts from the first one's limits and climbs higher.
  *
- * Each thread of the server (the core thread and each front-end thread) runs one of these: once a second it reads
- * its heap and its CPU time. A look that finds the thread ran less than 50 ms since the last one finds it quiet
- * (where Node does not tell a thread's CPU time: less than 1 MiB more or less in use); one that finds more, busy.
- * The CPU time is the sturdier sign: after a burst, V8's helper threads sweep the heap for a few seconds, which
- * moves the figure in use while the thread itself does nothing. On the first quiet look after a busy one, if the committed heap has reached
- * `thresholdBytes` or more above the thread's idle size (the least a full collection left it at, or what it used
- * at the start) since the last collection, it runs one: the inspector's `HeapProfiler.collectGarbage`, which also
- * empties the pool. A steady load never looks quiet, so it never collects there; a burst costs one collection
- * once it is over; a thread that sits quiet is not collected again until it has worked.
+ * Each thread of the server (the core thread and each front-end thread) runs one of these: once a second it looks
+ * at its requests in flight, its CPU time and its heap. A look is busy when a request is in flight, or when the
+ * thread ran 50 ms or more since the last look (where Node does not tell a thread's CPU time: when its heap in use
+ * moved by 1 MiB or more); quiet otherwise. Requests in flight come first: a front-end thread waiting on a core
+ * that works through a backlog runs little and allocates much. On the first quiet look after a busy one, if the
+ * committed heap has reached `thresholdBytes` or more above the thread's idle size (the least a full collection
+ * left it at, or what it used at the start) since the last collection, it runs one: the inspector's
+ * `HeapProfiler.collectGarbage`, which also empties the pool. A steady load never looks quiet, so it is never
+ * paused for this; a burst costs one collection once it is over; a thread that stays quiet is not collected again
+ * until it has worked.
  */
 export class IdleCollection {
   private timer: NodeJS.Timeout | undefined;
@@ -53,6 +54,8 @@ export class IdleCollection {
 
   constructor(
     private readonly thresholdBytes: number,
+    /** How many requests the thread has in flight. */
+    private readonly inFlight: () => number,
     private readonly heap: CollectableHeap = v8Heap,
   ) {}
 
@@ -79,7 +82,8 @@ export class IdleCollection {
   async check(): Promise<boolean> {
     if (this.collecting) return false;
     const { used, committed, cpuMicros } = this.heap.stats();
-    const quiet = cpuMicros !== undefined && this.lastCpu !== undefined ? cpuMicros - this.lastCpu < QUIET_CPU_MICROS : Math.abs(used - this.lastUsed) < QUIET_BYTES;
+    const idle = cpuMicros !== undefined && this.lastCpu !== undefined ? cpuMicros - this.lastCpu < QUIET_CPU_MICROS : Math.abs(used - this.lastUsed) < QUIET_BYTES;
+    const quiet = idle && this.inFlight() === 0;
     this.lastUsed = used;
     this.lastCpu = cpuMicros;
     // The peak, not the heap now: a collection during the burst may have shrunk the heap and pooled its pages.

@@ -131,7 +131,7 @@ export class ServerLifecycle {
       throw err;
     }
     this.current = 'running';
-    this.idleCollection = new IdleCollection(config.idleCollectionMegabytes * MB);
+    this.idleCollection = new IdleCollection(config.idleCollectionMegabytes * MB, () => this.parts.inFlight.size);
     this.idleCollection.start();
     logServing(logger, this.ports, this.parts.repositoryIndex(), this.isReady());
   }
