@@ -2,15 +2,22 @@ import { getHeapStatistics } from 'node:v8';
 
 /** A thread's heap as the idle collection reads it, and the full collection it asks for. */
 export interface CollectableHeap {
-  /** Bytes of V8's heap in use (live objects and garbage not yet collected), and committed for it. */
-  stats(): { readonly used: number; readonly committed: number };
+  /**
+   * Bytes of V8's heap in use (live objects and garbage not yet collected) and committed for it; and the CPU time
+   * the thread has run so far (µs), where Node tells it (`process.threadCpuUsage`, Node 23.9 and later).
+   */
+  stats(): { readonly used: number; readonly committed: number; readonly cpuMicros?: number };
   /** A full, memory-reducing collection; resolves false where this Node cannot run one (no inspector). */
   collect(): Promise<boolean>;
 }
 
 /** How often a thread looks at its heap. */
 const CHECK_MS = 1000;
-/** A thread that allocated less than this since the last look is quiet. */
+/**
+ * A thread that ran less than this since the last look (5 % of the time between looks) is idle; where Node does not
+ * tell a thread's CPU time, one whose heap in use moved by less than `QUIET_BYTES`.
+ */
+const QUIET_CPU_MICROS = 50_000;
 const QUIET_BYTES = 1024 * 1024;
 
 /**
@@ -18,23 +25,27 @@ const QUIET_BYTES = 1024 * 1024;
  *
  * V8 keeps what a burst left: the garbage stays in the heap until an allocation needs its room, and the pages a
  * full collection frees are pooled for reuse rather than returned. Its memory reducer, which should collect and
- * give them back when a thread idles, judges the allocation rate from samples that an idle Node thread does not
- * renew: on Node 24 it found the rate "high" for as long as the server idled and collected only on its watchdog,
- * 100 s after the last full collection (docs/threads.md, "Memory"). Meanwhile RSS stays at the burst's peak, and a
+ * give them back once a thread idles, found the allocation rate "high" at every one of its checks (8 s apart) for as
+ * long as the server idled on Node 24 (`--trace-memory-reducer`), and collected only on its watchdog, 100 s after
+ * the last full collection (docs/threads.md, "Memory"). Meanwhile RSS stays at the burst's peak, and a
  * second burst starts from the first one's limits and climbs higher.
  *
- * Each thread of the server (the core thread and each front-end thread) runs one of these: once a second it reads
- * its heap. A look that finds less than 1 MiB more or less in use than the last one finds the thread quiet; one
- * that finds more, busy. On the first quiet look after a busy one, if the committed heap has reached
- * `thresholdBytes` or more above the thread's idle size (the least a full collection left it at, or what it used
- * at the start) since the last collection, it runs one: the inspector's `HeapProfiler.collectGarbage`, which also
- * empties the pool. A steady load never looks quiet, so it never collects there; a burst costs one collection
- * once it is over; a thread that sits quiet is not collected again until it has worked.
+ * Each thread of the server (the core thread and each front-end thread) runs one of these: once a second it looks
+ * at its requests in flight, its CPU time and its heap. A look is busy when a request is in flight, or when the
+ * thread ran 50 ms or more since the last look (where Node does not tell a thread's CPU time: when its heap in use
+ * moved by 1 MiB or more); quiet otherwise. Requests in flight come first: a front-end thread waiting on a core
+ * that works through a backlog runs little and allocates much. On the first quiet look after a busy one, if the
+ * committed heap has reached `thresholdBytes` or more above the thread's idle size (the least a full collection
+ * left it at, or what it used at the start) since the last collection, it runs one: the inspector's
+ * `HeapProfiler.collectGarbage`, which also empties the pool. A steady load never looks quiet, so it is never
+ * paused for this; a burst costs one collection once it is over; a thread that stays quiet is not collected again
+ * until it has worked.
  */
 export class IdleCollection {
   private timer: NodeJS.Timeout | undefined;
-  /** `used` at the last look, and whether a look found the thread busy since the last collection. */
+  /** `used` and the CPU time at the last look, and whether a look found the thread busy since the last collection. */
   private lastUsed = 0;
+  private lastCpu: number | undefined;
   private worked = false;
   /** The thread's idle size: the least `committed` a full collection left (or `used` at the start); the most since. */
   private floor = 0;
@@ -43,14 +54,17 @@ export class IdleCollection {
 
   constructor(
     private readonly thresholdBytes: number,
+    /** How many requests the thread has in flight. */
+    private readonly inFlight: () => number,
     private readonly heap: CollectableHeap = v8Heap,
   ) {}
 
   /** Starts looking, once a second, without keeping the thread alive; does nothing for a threshold of 0. */
   start(): void {
     if (this.timer || this.thresholdBytes <= 0) return;
-    const { used, committed } = this.heap.stats();
+    const { used, committed, cpuMicros } = this.heap.stats();
     this.lastUsed = used;
+    this.lastCpu = cpuMicros;
     // Before its first collection, a thread's idle size is what it uses: what it committed also holds the garbage
     // of its start (a new front-end thread commits twice what it uses).
     this.floor = used;
@@ -67,9 +81,11 @@ export class IdleCollection {
   /** One look: collects on the first quiet one after work that grew the heap past the threshold. Resolves true when it collected. */
   async check(): Promise<boolean> {
     if (this.collecting) return false;
-    const { used, committed } = this.heap.stats();
-    const quiet = Math.abs(used - this.lastUsed) < QUIET_BYTES;
+    const { used, committed, cpuMicros } = this.heap.stats();
+    const idle = cpuMicros !== undefined && this.lastCpu !== undefined ? cpuMicros - this.lastCpu < QUIET_CPU_MICROS : Math.abs(used - this.lastUsed) < QUIET_BYTES;
+    const quiet = idle && this.inFlight() === 0;
     this.lastUsed = used;
+    this.lastCpu = cpuMicros;
     // The peak, not the heap now: a collection during the burst may have shrunk the heap and pooled its pages.
     this.peak = Math.max(this.peak, committed);
     if (!quiet) this.worked = true;
@@ -85,6 +101,8 @@ export class IdleCollection {
     }
     const after = this.heap.stats();
     this.lastUsed = after.used;
+    // The collection's own time is not work.
+    this.lastCpu = after.cpuMicros;
     this.worked = false;
     // A collection while the thread still held much (requests in flight) does not raise its idle size.
     this.floor = Math.min(this.floor, after.committed);
@@ -97,7 +115,8 @@ export class IdleCollection {
 const v8Heap: CollectableHeap = {
   stats() {
     const s = getHeapStatistics();
-    return { used: s.used_heap_size, committed: s.total_heap_size };
+    const cpu = typeof process.threadCpuUsage === 'function' ? process.threadCpuUsage() : undefined;
+    return { used: s.used_heap_size, committed: s.total_heap_size, cpuMicros: cpu && cpu.user + cpu.system };
   },
   collect() {
     let inspector: typeof import('node:inspector');

@@ -137,7 +137,7 @@ export class ServerLifecycle {
       throw err;
     }
     this.enter('running');
-    this.idleCollection = new IdleCollection(config.idleCollectionMegabytes * MB);
+    this.idleCollection = new IdleCollection(config.idleCollectionMegabytes * MB, () => this.parts.inFlight.size);
     this.idleCollection.start();
     logServing(logger, this.ports, this.parts.repositoryIndex(), this.isReady());
   }

@@ -41,7 +41,7 @@ function main(port: MessagePort, init: FrontEndInit): void {
   const openai = config.openai && config.openaiPort >= 0 ? openAiPortServer(core, logger) : undefined;
   const post = (m: FromFrontEnd) => port.postMessage(m);
   // This thread's own heap, given back when it goes quiet after a burst, as the core thread does its own.
-  const idleCollection = new IdleCollection(config.idleCollectionMegabytes * 1024 * 1024);
+  const idleCollection = new IdleCollection(config.idleCollectionMegabytes * 1024 * 1024, () => core.inFlight);
   idleCollection.start();
 
   const listen = async (ports: Ports, reusePort: boolean): Promise<Ports> => ({

@@ -212,6 +212,11 @@ export class RemoteCore implements ServerCore {
     });
   }
 
+  /** Requests handed to the core thread and not yet ended. */
+  get inFlight(): number {
+    return this.pending.size;
+  }
+
   /** The results the core thread sent: each goes to its request's sink, in order. */
   results(message: Extract<ToFrontEnd, number | { t?: undefined }>): void {
     this.fromCore.open(message, (item) => {

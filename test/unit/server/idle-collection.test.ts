@@ -7,12 +7,16 @@ const MB = 1024 * 1024;
 class FakeHeap implements CollectableHeap {
   used = 20 * MB;
   committed = 30 * MB;
+  /** The thread's CPU time (µs); undefined as on a Node that does not tell it. */
+  cpuMicros: number | undefined;
+  /** The thread's requests in flight. */
+  inFlight = 0;
   collections = 0;
   after = { used: 18 * MB, committed: 25 * MB };
   available = true;
 
   stats() {
-    return { used: this.used, committed: this.committed };
+    return { used: this.used, committed: this.committed, cpuMicros: this.cpuMicros };
   }
 
   async collect(): Promise<boolean> {
@@ -29,7 +33,7 @@ type Look = [used: number, committed: number, collects: boolean];
 
 /** Starts a collection with a threshold of 64 MB on a heap at 20 MB used, 30 MB committed, then takes `looks`. */
 async function run(looks: Look[], heap = new FakeHeap()): Promise<boolean[]> {
-  const collection = new IdleCollection(64 * MB, heap);
+  const collection = new IdleCollection(64 * MB, () => heap.inFlight, heap);
   collection.start();
   collection.stop();
   const out: boolean[] = [];
@@ -81,7 +85,7 @@ describe('IdleCollection', () => {
 
   it('measures growth from the idle size, not from a collection that found the thread still holding a burst', async () => {
     const heap = new FakeHeap();
-    const collection = new IdleCollection(64 * MB, heap);
+    const collection = new IdleCollection(64 * MB, () => heap.inFlight, heap);
     collection.start();
     collection.stop();
     // A quiet moment in the middle of a flood: the collection leaves 80 MB held by requests in flight.
@@ -97,11 +101,48 @@ describe('IdleCollection', () => {
     expect(heap.collections).toBe(2);
   });
 
+  it("knows a quiet thread by its CPU time where Node tells it, whatever V8's sweepers do to the heap in use meanwhile", async () => {
+    const heap = new FakeHeap();
+    heap.cpuMicros = 0;
+    const collection = new IdleCollection(64 * MB, () => heap.inFlight, heap);
+    collection.start();
+    collection.stop();
+    const look = (used: number, committed: number, cpuMs: number) => {
+      Object.assign(heap, { used: used * MB, committed: committed * MB, cpuMicros: cpuMs * 1000 });
+      return collection.check();
+    };
+    // Busy: 900 ms of CPU in a second, however little the heap in use moved.
+    expect(await look(300, 500, 900)).toBe(false);
+    expect(await look(300.5, 500, 1800)).toBe(false);
+    // Quiet: 10 ms, while the heap in use fell by 50 MB (swept).
+    expect(await look(250, 500, 1810)).toBe(true);
+    expect(await look(18, 25, 1815)).toBe(false);
+  });
+
+  it('counts a thread with requests in flight as busy, however little it runs, and collects once they have ended', async () => {
+    // A front-end thread while the core works through a backlog: a few answers a second, the heap still growing.
+    const heap = new FakeHeap();
+    heap.cpuMicros = 0;
+    heap.inFlight = 50_000;
+    const collection = new IdleCollection(64 * MB, () => heap.inFlight, heap);
+    collection.start();
+    collection.stop();
+    const look = (used: number, committed: number, cpuMs: number, inFlight: number) => {
+      Object.assign(heap, { used: used * MB, committed: committed * MB, cpuMicros: cpuMs * 1000, inFlight });
+      return collection.check();
+    };
+    expect(await look(100, 120, 30, 40_000)).toBe(false);
+    expect(await look(150, 170, 60, 20_000)).toBe(false);
+    expect(await look(150, 170, 90, 1)).toBe(false);
+    expect(await look(150, 170, 100, 0)).toBe(true);
+    expect(heap.collections).toBe(1);
+  });
+
   it("takes a thread's idle size at the start from what it uses, not from what the start's garbage made V8 commit", async () => {
     // A new front-end thread: 14 MB used, 32 MB committed. A burst takes it to 41 MB committed, 27 MB over its idle size.
     const heap = new FakeHeap();
     Object.assign(heap, { used: 14 * MB, committed: 32 * MB });
-    const collection = new IdleCollection(16 * MB, heap);
+    const collection = new IdleCollection(16 * MB, () => heap.inFlight, heap);
     collection.start();
     collection.stop();
     Object.assign(heap, { used: 38 * MB, committed: 41 * MB });
@@ -117,7 +158,7 @@ describe('IdleCollection', () => {
   });
 
   it("collects this thread's V8 heap through the inspector, garbage and all", async () => {
-    const collection = new IdleCollection(16 * MB);
+    const collection = new IdleCollection(16 * MB, () => 0);
     collection.start();
     collection.stop();
     // A burst: 100 MB held for a while (so that it reaches the old generation and the heap grows), then let go.
@@ -132,7 +173,7 @@ describe('IdleCollection', () => {
   it('does not start for a threshold of 0', () => {
     jest.useFakeTimers();
     try {
-      const collection = new IdleCollection(0, new FakeHeap());
+      const collection = new IdleCollection(0, () => 0, new FakeHeap());
       collection.start();
       expect(jest.getTimerCount()).toBe(0);
       collection.stop();
