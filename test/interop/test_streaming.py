@@ -9,6 +9,7 @@ without the wait. Once `stream_tokens` skips the wait at 0 ms, `start_server(env
 "0"})` can replace it.
 """
 import json
+import os
 import queue
 import shutil
 import socket
@@ -167,6 +168,14 @@ SLOW_SECONDS = 4
 # reader has not taken (writes not waiting for 'drain'), ~130 MiB over HTTP and ~97 MiB over gRPC. At 100k
 # tokens that buffering cost only ~55 MiB over gRPC, too close to the noise for a bound to tell them apart.
 RSS_GROWTH_BOUND = 64 * 2**20
+# With front-end threads (the threaded pass) each thread is a V8 heap of its own, whose young generation grows under
+# the request's first burst whatever the reader does: there the slow phase is held to the fast phase's growth (what
+# the same request costs a reader that keeps up) plus the same margin, which a buffering server (~130 MiB over HTTP
+# while the reader is slow) still exceeds.
+def slow_growth_bound(sampler):
+    if not os.environ.get("TSTRITON_HTTP_THREAD_COUNT", "").isdigit() or int(os.environ["TSTRITON_HTTP_THREAD_COUNT"]) < 2:
+        return RSS_GROWTH_BOUND
+    return max(RSS_GROWTH_BOUND, sampler.growth("fast") + RSS_GROWTH_BOUND // 2)
 
 
 @pytest.fixture(scope="module")
@@ -264,7 +273,7 @@ def test_slow_sse_reader_keeps_server_memory_bounded_and_then_gets_every_token(f
     tokens = [json.loads(e[len(b"data: "):])["TOKEN"] for e in events.split(b"\n\n") if e]
     assert tokens == WORDS
     assert read_slowly < len(events) / 10, "the slow phase was not slow"
-    assert sampler.growth("slow") < RSS_GROWTH_BOUND, f"server RSS grew {sampler.growth('slow') / 2**20:.1f} MiB"
+    assert sampler.growth("slow") < slow_growth_bound(sampler), f"server RSS grew {sampler.growth('slow') / 2**20:.1f} MiB"
 
 
 def test_slow_grpc_reader_keeps_server_memory_bounded_and_then_gets_every_token(fast_server, capsys):
@@ -309,4 +318,4 @@ def test_slow_grpc_reader_keeps_server_memory_bounded_and_then_gets_every_token(
     assert not errors, errors
     assert tokens == WORDS
     assert read_slowly < TOKENS / 10, "the slow phase was not slow"
-    assert sampler.growth("slow") < RSS_GROWTH_BOUND, f"server RSS grew {sampler.growth('slow') / 2**20:.1f} MiB"
+    assert sampler.growth("slow") < slow_growth_bound(sampler), f"server RSS grew {sampler.growth('slow') / 2**20:.1f} MiB"
