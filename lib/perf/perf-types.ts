@@ -1,0 +1,100 @@
+/**
+ * What `tstriton perf` measures and how `tstriton analyze` asks for it. `runPerf(options, onProgress)` in
+ * `lib/perf/run-perf.ts` takes `PerfOptions` and resolves with a `PerfReport`, one `PerfStep` per concurrency or
+ * request rate of the sweep. The fields are perf_analyzer's, in its units (microseconds, inferences per second).
+ */
+
+/** Where to send the load, and to which model. */
+export interface PerfTarget {
+  /** `host:port`, as perf_analyzer's `-u`. */
+  readonly url: string;
+  readonly protocol: 'http' | 'grpc';
+  readonly model: string;
+  /** Empty for the model's latest version (`-x`). */
+  readonly version?: string;
+  /** Extra request headers (`-H name:value`). */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** One point of the load: a closed loop of `concurrency` outstanding requests, or an open loop at `requestRate`. */
+export type PerfLoad =
+  | { readonly kind: 'concurrency'; readonly concurrency: number }
+  | { readonly kind: 'request-rate'; readonly requestRate: number; readonly distribution: 'constant' | 'poisson' };
+
+/** Latencies of the successful requests of one step, client side, in microseconds. */
+export interface PerfLatency {
+  readonly avg: number;
+  readonly min: number;
+  readonly max: number;
+  readonly p50: number;
+  readonly p90: number;
+  readonly p95: number;
+  readonly p99: number;
+  /** Standard deviation. */
+  readonly std: number;
+}
+
+/** The server's side of one step, from the statistics extension's counters before and after it (averages per request, microseconds). */
+export interface PerfServerSide {
+  readonly inferenceCount: number;
+  readonly executionCount: number;
+  readonly successCount: number;
+  readonly queueUs: number;
+  readonly computeInputUs: number;
+  readonly computeInferUs: number;
+  readonly computeOutputUs: number;
+  readonly cacheHitCount?: number;
+}
+
+/** One step of the sweep, over its last (stable) measurement window. */
+export interface PerfStep {
+  readonly load: PerfLoad;
+  /** Inferences per second (requests × batch size). */
+  readonly throughput: number;
+  readonly requests: number;
+  readonly errors: number;
+  readonly latencyUs: PerfLatency;
+  /** The server's side; absent when the server has no statistics extension. */
+  readonly server?: PerfServerSide;
+  /** Whether the last `stabilityWindows` windows agreed within `stabilityPercentage`. */
+  readonly stable: boolean;
+  /** Length of the measured window, milliseconds. */
+  readonly windowMs: number;
+}
+
+/** What one run of `tstriton perf` resolved with. */
+export interface PerfReport {
+  readonly target: PerfTarget;
+  readonly batchSize: number;
+  readonly steps: readonly PerfStep[];
+}
+
+/** How a run is measured; the flags of `tstriton perf` map onto these. */
+export interface PerfOptions {
+  readonly target: PerfTarget;
+  /** `-b`. */
+  readonly batchSize?: number;
+  /** The sweep, in order. */
+  readonly loads: readonly PerfLoad[];
+  /** `-p` / `--measurement-interval`, milliseconds. */
+  readonly measurementIntervalMs?: number;
+  readonly stabilityPercentage?: number;
+  readonly maxTrials?: number;
+  /** `--percentile`: the latency the stability check and the summary line use; average when absent. */
+  readonly percentile?: number;
+  /** `--shape NAME:d1,d2` for variable dimensions. */
+  readonly shapes?: Readonly<Record<string, readonly number[]>>;
+  /** `--input-data`. */
+  readonly inputData?: 'zero' | 'random' | { readonly file: string };
+  /** Abort the run; a step under way ends and the steps so far are kept. */
+  readonly signal?: AbortSignal;
+}
+
+/** Progress of a run, for a terminal line or `analyze`'s progress bar. */
+export interface PerfProgress {
+  readonly stepIndex: number;
+  readonly stepCount: number;
+  readonly load: PerfLoad;
+  readonly trial: number;
+  readonly requestsSoFar: number;
+}
