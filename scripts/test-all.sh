@@ -1,20 +1,27 @@
 #!/usr/bin/env bash
-# Runs every suite — type-check, lint, import cycles, jest (unit + integration), interop (pytest with Triton's clients),
-# deployment (pytest: container image, chart and manifests, replicas behind a load balancer) —
-# and ends with one line: "N passed, N failed".
+# Runs every suite — type-check, lint, import cycles, jest (unit + integration + robustness), interop (pytest with
+# Triton's clients), deployment (pytest: container image, chart and manifests, replicas behind a load balancer), then
+# the robustness and interop suites again against servers with two front-end threads — and ends with one line:
+# "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
 out=$(mktemp -d)
 passed=0
 failed=0
 
-# Deadlines for the two long steps, so that `npm test` always ends inside CI's 90 minutes: 30 minutes for jest (about
-# 10 on a 2-core machine of its own; 35 were measured with both cores kept busy by other work, load average 8-12),
-# 40 for the pytest suites (a container image build among them), leaving 20 for set-up (npm ci, the test tools),
-# build and lint. Past its deadline a step's processes are listed and killed, and the step counts as one failure.
-# Seconds; the variables override them.
-JEST_DEADLINE=${TSTRITON_JEST_DEADLINE_SECS:-1800}
-PYTEST_DEADLINE=${TSTRITON_PYTEST_DEADLINE_SECS:-2400}
+# Deadlines for the long steps, so that `npm test` always ends inside CI's 90 minutes: 20 minutes for jest, 4 for its
+# robustness suite on front-end threads, 24 for the pytest suites (interop, and deployment with a container image
+# build) and 10 for the interop suite on front-end threads: 58 in all, leaving 32 for set-up (npm ci and the test
+# tools, ~16 on a fresh busy machine: the OpenTelemetry Collector builds from source), build, type-check and lint.
+# Measured twice on a 2-core machine kept busy by other work (load average 1.4-7.7): 5.3-5.8, 0.6-0.7, 7.6-10.3
+# (interop 5, deployment 3-5) and 4.1 minutes, 19-22 for the whole script. Past its deadline a step's processes are listed and killed, and the step
+# counts as one failure. Seconds; the variables override them.
+JEST_DEADLINE=${TSTRITON_JEST_DEADLINE_SECS:-1200}
+JEST_THREADS_DEADLINE=${TSTRITON_JEST_THREADS_DEADLINE_SECS:-240}
+PYTEST_DEADLINE=${TSTRITON_PYTEST_DEADLINE_SECS:-1440}
+PYTEST_THREADS_DEADLINE=${TSTRITON_PYTEST_THREADS_DEADLINE_SECS:-600}
+# The front-end thread count of the second runs: two, which a 2-core machine does not get by default (one).
+THREADED_COUNT=2
 
 # with_deadline SECONDS NAME LOG COMMAND...: runs COMMAND in a process group of its own, output to LOG, and returns
 # its status. Past SECONDS it prints what still runs in that group, ends the group (TERM, KILL 15 s later) and
@@ -72,28 +79,35 @@ step typecheck npx tsc -p tsconfig.json --noEmit
 step lint npx eslint .
 step cycles node scripts/check-cycles.js
 
-# forceExit (jest.config.js) ends jest once it has reported, and the watchdog environment fails the file that left
-# something open; the deadline is for a jest that never reports.
-with_deadline "$JEST_DEADLINE" jest "$out/jest.log" npx jest --ci --json --outputFile="$out/jest.json"
-jest_rc=$?
-tail -60 "$out/jest.log"
-[ "$jest_rc" -eq 124 ] && failed=$((failed + 1))
-if [ -s "$out/jest.json" ]; then
-  read -r jp jf < <(node -e 'const r=require(process.argv[1]);console.log(r.numPassedTests, r.numFailedTests + r.numRuntimeErrorTestSuites)' "$out/jest.json")
-  passed=$((passed + jp)); failed=$((failed + jf))
-else
-  failed=$((failed + 1)); echo "FAIL jest produced no report"
-fi
+# add_counts LABEL: reads a report's summary from stdin, "PASSED FAILED" then one line per failed test, adds the
+# numbers to the totals and prints each failed test after "FAIL LABEL: ", so that it says which run it came from.
+add_counts() {
+  local label=$1 lines
+  mapfile -t lines
+  if [ "${#lines[@]}" -eq 0 ]; then failed=$((failed + 1)); echo "FAIL $label: its report could not be read"; return; fi
+  local p f
+  read -r p f <<<"${lines[0]}"
+  passed=$((passed + p)); failed=$((failed + f))
+  local name
+  for name in "${lines[@]:1}"; do echo "FAIL $label: $name"; done
+}
 
-if [ "$tools" = missing ] && ! python3 -c 'import pytest' 2>/dev/null; then
-  echo "SKIP pytest: the interop and deployment suites (test/interop, test/deploy) are not run: pytest is missing since the test tools' install failed (counted above)"
-else
-  [ "$tools" = missing ] && echo "note: the test tools' install failed (counted above); interop and deployment tests that need what is missing fail or skip, naming it"
-  with_deadline "$PYTEST_DEADLINE" pytest "$out/pytest.log" python3 -m pytest test/interop test/deploy -q -p no:cacheprovider --junitxml="$out/pytest.xml"
-  [ $? -eq 124 ] && failed=$((failed + 1))
-  tail -40 "$out/pytest.log"
-  if [ -s "$out/pytest.xml" ]; then
-    read -r pp pf < <(python3 - "$out/pytest.xml" <<'PY'
+# count_jest LABEL JSON and count_pytest LABEL XML: a jest or pytest junit report into the totals (skipped tests count
+# neither way). No report is one failure.
+count_jest() {
+  if [ ! -s "$2" ]; then failed=$((failed + 1)); echo "FAIL $1: jest produced no report"; return; fi
+  add_counts "$1" < <(node -e '
+    const r = require(process.argv[1]);
+    console.log(r.numPassedTests, r.numFailedTests + r.numRuntimeErrorTestSuites);
+    for (const f of r.testResults) {
+      const file = require("node:path").relative(process.cwd(), f.name);
+      for (const a of f.assertionResults) if (a.status === "failed") console.log(`${file} › ${a.fullName}`);
+      if (f.assertionResults.length === 0 && f.status === "failed") console.log(`${file} did not run`);
+    }' "$2")
+}
+count_pytest() {
+  if [ ! -s "$2" ]; then failed=$((failed + 1)); echo "FAIL $1: pytest produced no report"; return; fi
+  add_counts "$1" < <(python3 - "$2" <<'PY'
 import sys, xml.etree.ElementTree as ET
 root = ET.parse(sys.argv[1]).getroot()
 suites = [root] if root.tag == "testsuite" else list(root)
@@ -101,12 +115,49 @@ t = sum(int(s.get("tests", 0)) for s in suites)
 f = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
 sk = sum(int(s.get("skipped", 0)) for s in suites)
 print(t - f - sk, f)
+for case in root.iter("testcase"):
+    if case.find("failure") is not None or case.find("error") is not None:
+        print(f"{case.get('classname')}::{case.get('name')}")
 PY
 )
-    passed=$((passed + pp)); failed=$((failed + pf))
-  else
-    failed=$((failed + 1)); echo "FAIL pytest produced no report"
-  fi
+}
+
+# run_suite LABEL NAME DEADLINE [VAR=VALUE...] -- jest|pytest ARGS...: one run of jest or pytest with the variables
+# set, under its deadline, with a report of its own ($out/NAME.json or .xml); prints a header, its log's end and how
+# long it took, and adds its tests to the totals. forceExit (jest.config.js) ends jest once it has reported, and the
+# watchdog environment fails the file that left something open; the deadline is for a run that never reports.
+run_suite() {
+  local label=$1 name=$2 secs=$3; shift 3
+  local vars=()
+  while [ "$1" != -- ]; do vars+=("$1"); shift; done
+  local tool=$2; shift 2
+  local report cmd
+  case $tool in
+    jest) report=$out/$name.json; cmd=(npx jest --ci --json --outputFile="$report") ;;
+    pytest) report=$out/$name.xml; cmd=(python3 -m pytest -q -p no:cacheprovider --junitxml="$report" -o junit_suite_name="$name") ;;
+  esac
+  echo "== $label (deadline $((secs / 60)) min)"
+  local t0=$SECONDS rc
+  with_deadline "$secs" "$name" "$out/$name.log" env ${vars[@]+"${vars[@]}"} "${cmd[@]}" "$@"
+  rc=$?
+  tail -50 "$out/$name.log"
+  echo "== $label: $((SECONDS - t0)) s"
+  [ "$rc" -eq 124 ] && failed=$((failed + 1))
+  "count_$tool" "$label" "$report"
+}
+
+run_suite "jest: unit, integration, robustness" jest "$JEST_DEADLINE" -- jest
+# The threaded path (docs/threads.md): on 2 cores the default is one front-end thread, so the robustness suite's
+# fuzzers and the interop suite's clients run again against servers with two, which inherit the variable.
+run_suite "jest: robustness on ${THREADED_COUNT} front-end threads" jest-threads "$JEST_THREADS_DEADLINE" TSTRITON_HTTP_THREAD_COUNT="$THREADED_COUNT" -- jest --selectProjects robustness
+
+if [ "$tools" = missing ] && ! python3 -c 'import pytest' 2>/dev/null; then
+  echo "SKIP pytest: the interop and deployment suites (test/interop, test/deploy) are not run: pytest is missing since the test tools' install failed (counted above)"
+else
+  [ "$tools" = missing ] && echo "note: the test tools' install failed (counted above); interop and deployment tests that need what is missing fail or skip, naming it"
+  run_suite "pytest: interop and deployment" pytest "$PYTEST_DEADLINE" -- pytest test/interop test/deploy
+  # The deployment tests run once: they build and run the image and chart, whose servers' thread count is theirs.
+  run_suite "pytest: interop on ${THREADED_COUNT} front-end threads" pytest-threads "$PYTEST_THREADS_DEADLINE" TSTRITON_HTTP_THREAD_COUNT="$THREADED_COUNT" -- pytest test/interop
 fi
 
 echo "$passed passed, $failed failed"

@@ -31,7 +31,7 @@ const OURS: readonly [RegExp, Role][] = [
   // handler, the records read out of the ring), writing responses into records and posting them back, and
   // answering the threads' synchronous calls.
   [/^lib\/server\/front-end\/(front-end-thread|remote-core|core-mirrors)\.js$/, 'transport'],
-  [/^lib\/server\/front-end\/(front-ends|messages|sync-call|hand-off|records)\.js$/, 'core'],
+  [/^lib\/server\/front-end\/(front-ends|messages|state-publisher|packed-error|hand-off|records)\.js$/, 'core'],
   // What must stay one per server: the entry, models, scheduling, instances (their main-thread side), metrics.
   [/^lib\/server\/(infer-entry|server-core)\.js$/, 'core'],
   [/^lib\/(model|scheduler|instances|metrics|tracing|bls|triton)\//, 'core'],

@@ -123,10 +123,11 @@ export const SERVER_SETTINGS = {
    * left. V8 would keep it: an idle thread's memory reducer finds the allocation rate high for as long as it idles
    * and collects only on its watchdog, 100 s after the last full collection, so RSS stays at the burst's peak and
    * the next burst climbs higher (docs/threads.md, "Memory"). A steady load never goes quiet and is never paused
-   * for it. 0 leaves it to V8.
+   * for it. 0, the default, leaves it to V8: with 16, bench:cores measured more CPU per request on the threaded
+   * path (docs/performance.md), so it is for a server whose memory matters more than its throughput.
    */
-  idleCollectionMegabytes: { type: 'integer', default: 16, min: 0,
-    section: 'server', triton: false, placeholder: 'MB', help: 'a thread that goes quiet with its heap grown this much since its last full collection runs one; 0 leaves it to V8' },
+  idleCollectionMegabytes: { type: 'integer', default: 0, min: 0,
+    section: 'server', triton: false, placeholder: 'MB', help: 'a thread that goes quiet with its heap grown this much since its last full collection runs one; 0 (the default) leaves it to V8' },
 
   // Response cache and trace.
   /**

@@ -22,8 +22,11 @@ export type ChatTemplate = string | ((messages: readonly ChatMessage[]) => strin
 /** The template of a binding that gives none: `user: Hello\nassistant: `. */
 export const DEFAULT_CHAT_TEMPLATE = '{role}: {content}\n';
 
-/** A chat template ready to apply. */
-export type CompiledChatTemplate = (messages: readonly ChatMessage[]) => string;
+/**
+ * A chat template ready to apply; `text` is the template string it was compiled from (unset for a function), which
+ * another thread can compile again to apply it there.
+ */
+export type CompiledChatTemplate = ((messages: readonly ChatMessage[]) => string) & { readonly text?: string };
 
 const PLACEHOLDER = /\{(role|content|name)\}/g;
 
@@ -46,7 +49,7 @@ export function compileChatTemplate(template: ChatTemplate | undefined, modelNam
   }
   const generation = text.slice(0, text.indexOf('{content}'));
   const fill = (pattern: string, m: ChatMessage) => pattern.replace(PLACEHOLDER, (_all, key: 'role' | 'content' | 'name') => m[key] ?? '');
-  return (messages) => messages.map((m) => fill(text, m)).join('') + fill(generation, { role: 'assistant', content: '' });
+  return Object.assign((messages: readonly ChatMessage[]) => messages.map((m) => fill(text, m)).join('') + fill(generation, { role: 'assistant', content: '' }), { text });
 }
 
 /** The compiled chat template of each model, set when it is built. */

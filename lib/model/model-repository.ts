@@ -8,10 +8,24 @@ export class ModelRepository {
   /** The highest version of each name, kept as versions come and go (a request naming no version gets it). */
   private readonly latest = new Map<string, Model>();
   private readonly listeners: (() => void)[] = [];
+  private readonly readinessListeners: (() => void)[] = [];
 
   /** Calls `listener` whenever a model is added, replaced or removed (front-end threads drop their copies). */
   onChange(listener: () => void): void {
     this.listeners.push(listener);
+  }
+
+  /**
+   * Calls `listener` whenever readiness may have changed: a model's state or an instance's health, or the
+   * server's own (`readinessChanged()`), so that what front-end threads publish of it follows at once.
+   */
+  onReadinessChange(listener: () => void): void {
+    this.readinessListeners.push(listener);
+  }
+
+  /** Tells the readiness listeners that the server's or a model's readiness may have changed. */
+  readinessChanged(): void {
+    for (const l of this.readinessListeners) l();
   }
 
   private changed(name: string): void {
@@ -31,6 +45,7 @@ export class ModelRepository {
       throw new TritonError('ALREADY_EXISTS', `model '${model.name}' version ${model.version} is already bound`);
     }
     versions.set(model.version, model);
+    model.onReadinessChange(() => this.readinessChanged());
     this.changed(model.name);
   }
 
@@ -39,6 +54,7 @@ export class ModelRepository {
     const versions = this.models.get(model.name);
     if (!versions?.has(model.version)) throw new TritonError('INTERNAL', `model '${model.name}' version ${model.version} is not bound`);
     versions.set(model.version, model);
+    model.onReadinessChange(() => this.readinessChanged());
     this.changed(model.name);
   }
 

@@ -77,7 +77,9 @@ export class Model {
   configJson: ModelConfigJson;
   readonly metadata: ModelMetadata;
   readonly statistics = new ModelStatistics();
-  state: ModelState = 'LOADING';
+  private current: ModelState = 'LOADING';
+  /** Told when the model's readiness may have changed (its state, an instance's health): the repository's. */
+  private readinessListener: (() => void) | undefined;
   /** Why the model failed to load, when it did. */
   loadError: Error | undefined;
   /** True once unloaded through the repository API (it then no longer counts toward server readiness). */
@@ -141,6 +143,7 @@ export class Model {
       instance.onHealthChange?.((event) => {
         if (!event.healthy) this.lastFailure = event;
         this.scheduler.wake();
+        this.readinessListener?.();
       });
     }
     this.pipeline = new RequestPipeline(this, this.requests, { cache: init.responseCache, tracer: init.tracer, bls: init.bls });
@@ -155,6 +158,22 @@ export class Model {
    */
   get ready(): boolean {
     return this.state === 'READY' && this.instances.every(inService);
+  }
+
+  /** Where the model is in its life, as the repository index reports it. */
+  get state(): ModelState {
+    return this.current;
+  }
+
+  set state(state: ModelState) {
+    if (state === this.current) return;
+    this.current = state;
+    this.readinessListener?.();
+  }
+
+  /** Calls `listener` whenever the model's readiness may have changed; one listener, the repository's. */
+  onReadinessChange(listener: () => void): void {
+    this.readinessListener = listener;
   }
 
   /** Why requests already queued fail when no instance is left in service. */

@@ -147,6 +147,14 @@ export class RepositoryControl {
     this.failures.delete(name);
   }
 
+  /**
+   * Whether the index lists `name`: a folder of it is in a repository (as last read), it is or was loaded, or it
+   * already failed for a reason the index shows (a `loadModel` name or a folder that could not be read, at start).
+   */
+  private listed(name: string): boolean {
+    return this.folders.has(name) || this.loaded.has(name) || this.failures.has(name);
+  }
+
   private recordFailure(name: string, reason: string): void {
     this.failures.set(name, reason);
     logLoadFailed(this.logger, name, reason);
@@ -281,7 +289,11 @@ export class RepositoryControl {
   }
 
   private fail(name: string, err: Error): never {
-    this.recordFailure(name, err.message);
+    // The index lists what the repositories hold and what is or was loaded, as Triton's does. A failed load of any
+    // other name (in no repository, or a request's files that did not load) answers its error and leaves nothing
+    // behind: recorded, it would list the name for good, one entry per request, and hold the server not ready.
+    if (this.listed(name)) this.recordFailure(name, err.message);
+    else logLoadFailed(this.logger, name, err.message);
     throw err instanceof TritonError ? err : new TritonError('INVALID_ARGUMENT', `failed to load '${name}': ${err.message}`, { cause: err });
   }
 

@@ -33,6 +33,11 @@ export interface InferCall {
   readonly unaryEndpoint?: string;
   /** Builds the request from what the transport read, for the model the core found (throws to refuse it). */
   decode(model: ModelView): InferenceRequest;
+  /**
+   * Called before `decode` when the model answers with a stream of responses (a decoupled model): they go to the
+   * sink as they are produced. A transport that orders one-response requests (a gRPC stream) stops waiting for it.
+   */
+  streamed?(): void;
   /** The request's headers (HTTP) or metadata (gRPC), lower-case names: forwarded where configured, and trace context. */
   readonly headers?: Readonly<Record<string, HeaderValue>>;
 }
@@ -77,8 +82,7 @@ export class InferEntry {
       const refused = ctx.refusal();
       if (refused) throw refused;
       model = ctx.repository.get(call.modelName, call.modelVersion);
-      if (call.unaryEndpoint !== undefined) refuseDecoupled(model, call.unaryEndpoint);
-      request = this.prepare(call, call.decode(model));
+      request = this.prepare(call, decodeFor(call, model));
     } catch (err) {
       return Promise.reject(err);
     }
@@ -120,6 +124,19 @@ export class InferEntry {
   private async stream(model: Model, request: InferenceRequest, sink: ResponseSink): Promise<void> {
     for await (const response of model.inferStream(request)) await sink(response, response.final);
   }
+}
+
+/**
+ * Has the transport decode `call` for `model`, the model's way of answering decided here first: refused where the
+ * transport sends one response and the model streams, else the transport told that it streams (`streamed`). The
+ * core's entry and a front-end thread's (which decodes before handing over) both decode through it.
+ */
+export function decodeFor(call: InferCall, model: ModelView): InferenceRequest {
+  if (model.config.decoupled) {
+    if (call.unaryEndpoint !== undefined) refuseDecoupled(model, call.unaryEndpoint);
+    call.streamed?.();
+  }
+  return call.decode(model);
 }
 
 /** A debug log line per request (log_verbose_level ≥ 1): the model, the id, the outcome and the time it took. */

@@ -8,6 +8,7 @@ import type { BufferPool } from '../tensor/buffer-pool';
 import type { LogSettings } from '../logging/log-settings';
 import type { TraceSettings } from '../tracing/trace';
 import type { InferCall, ResponseSink } from './infer-entry';
+import type { ChatMessage } from '../model/chat-template';
 
 /** Server metadata, as `GET /v2` and gRPC ServerMetadata return it. */
 export interface ServerMetadata {
@@ -16,7 +17,15 @@ export interface ServerMetadata {
   extensions: string[];
 }
 
-/** What the transports need from the server; `Triton` implements it. Transports know nothing else. */
+/** A value, or the promise of one: what the core thread has at hand, and what a front-end thread asks it for. */
+export type Awaitable<T> = T | Promise<T>;
+
+/**
+ * What the transports need from the server; `Triton` implements it, and so does a front-end thread's `RemoteCore`.
+ * Transports know nothing else. What a front-end thread must ask the core thread for is `Awaitable`: the thread
+ * asks without waiting and serves its other connections meanwhile; liveness, readiness, the server's metadata and
+ * the models (`repository`) it reads from what the core publishes.
+ */
 export interface ServerCore {
   readonly config: TritonConfig;
   /** The models, as transports find them. */
@@ -29,17 +38,22 @@ export interface ServerCore {
   isReady(): boolean;
   metadata(): ServerMetadata;
   /** Statistics of one model (or every ready model) in Triton's `model_stats` form. */
-  modelStatistics(name?: string, version?: string): Record<string, unknown>[];
+  modelStatistics(name?: string, version?: string): Awaitable<Record<string, unknown>[]>;
   /** Every bound model and its state (only the ready ones with `readyOnly`). */
-  repositoryIndex(readyOnly?: boolean): RepositoryIndexEntry[];
+  repositoryIndex(readyOnly?: boolean): Awaitable<RepositoryIndexEntry[]>;
   /** Loads a model: a bound one again after an unload, a repository one from disk or from the request's config and files. */
   loadModel(name: string, override?: LoadOverride): Promise<void>;
   /** Unloads a model (and, with `unloadDependents`, the ensembles that call it). */
   unloadModel(name: string, unloadDependents?: boolean): Promise<void>;
   /** The trace settings of `model` (or the server's); with `update`, changes them first. */
-  traceSettings(model?: string, update?: Readonly<Record<string, unknown>>): TraceSettings;
+  traceSettings(model?: string, update?: Readonly<Record<string, unknown>>): Awaitable<TraceSettings>;
   /** The logging settings; with `update` (any subset), changes them first. */
-  logSettings(update?: Readonly<Record<string, unknown>>): LogSettings;
+  logSettings(update?: Readonly<Record<string, unknown>>): Awaitable<LogSettings>;
+  /**
+   * The prompt a chat makes for the latest version of `modelName`, by its chat template (`/v1/chat/completions`).
+   * The model is looked up before `messages` reads the request's: a model that does not exist is the first error.
+   */
+  chatPrompt(modelName: string, messages: () => readonly ChatMessage[]): Awaitable<string>;
   /**
    * The one entry for inference: finds the call's model, has the transport decode the request for it, runs it
    * and hands each response to `sink`, the last one final (`InferEntry`).

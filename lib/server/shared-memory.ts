@@ -66,7 +66,7 @@ export class SharedMemoryManager {
   }
 
   /** Unregisters `name`, or every region when no name is given; an unknown name is not an error. */
-  unregister(name?: string): void {
+  unregister(name?: string): void | Promise<void> {
     if (!this.allowed) {
       throw tritonError('sharedMemoryDisabled');
     }

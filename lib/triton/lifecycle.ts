@@ -71,6 +71,12 @@ export class ServerLifecycle {
     return this.stopped;
   }
 
+  /** Moves to `state`; readiness follows it, and what front-end threads publish of it follows at once. */
+  private enter(state: ServerState): void {
+    this.current = state;
+    this.parts.repository.readinessChanged();
+  }
+
   /** Adds a transport started by `run()` and stopped by `stop()`. */
   addTransport(transport: Transport): void {
     if (this.current !== 'created') throw new TritonError('INVALID_CONFIG', 'transports must be added before run()');
@@ -106,7 +112,7 @@ export class ServerLifecycle {
     this.transports.unshift(...this.parts.portTransports());
     // The signal stops the server, now or once it has started.
     signal?.addEventListener('abort', () => void this.stop(), { once: true });
-    this.current = 'starting';
+    this.enter('starting');
     if (config.modelControlMode === 'explicit' && !repositoryApiNeedsKey(config)) {
       logger.warn(
         {},
@@ -126,11 +132,11 @@ export class ServerLifecycle {
       // Said once, with the code the process exits with; then the stop's own line.
       this.exitCode = 1;
       logStartFailed(logger, err, this.exitCode);
-      this.current = 'running';
+      this.enter('running');
       await this.stop();
       throw err;
     }
-    this.current = 'running';
+    this.enter('running');
     this.idleCollection = new IdleCollection(config.idleCollectionMegabytes * MB, () => this.parts.inFlight.size);
     this.idleCollection.start();
     logServing(logger, this.ports, this.parts.repositoryIndex(), this.isReady());
@@ -220,7 +226,7 @@ export class ServerLifecycle {
     const wasRunning = this.current === 'running' || this.current === 'starting';
     // Not ready first: health probes answer "not ready" and new inference is refused with UNAVAILABLE
     // while the transports stay up for the requests still in flight.
-    this.current = 'stopping';
+    this.enter('stopping');
     this.idleCollection?.stop();
     repositories.close();
     for (const m of repository.all()) m.state = 'UNAVAILABLE';
@@ -237,7 +243,7 @@ export class ServerLifecycle {
     }
     await Promise.allSettled(repository.all().flatMap((m) => m.instances.map((i) => i.close())));
     await this.parts.release();
-    this.current = 'stopped';
+    this.enter('stopped');
     // A server that never started (a binding failed before run()) has nothing to report stopping.
     if (wasRunning) logger.info({ exitCode: this.exitCode }, 'stopped');
     this.resolveStopped(this.exitCode);

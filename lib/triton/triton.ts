@@ -12,6 +12,7 @@ import { buildModel, checkBinding, type BuildContext } from '../model/model-buil
 import type { BindOptions } from '../model/bind-options';
 import { ModelControl, type LoadOverride } from '../model/model-control';
 import { ModelRepository } from '../model/model-repository';
+import { chatTemplateOf, type ChatMessage } from '../model/chat-template';
 import { RepositoryControl } from '../repository/repository-control';
 import { ResponseCache } from '../model/response-cache';
 import { GrpcServer } from '../server/grpc/grpc-server';
@@ -292,6 +293,11 @@ export class Triton implements AsyncDisposable {
   /** @internal */
   logSettings(update?: Readonly<Record<string, unknown>>): LogSettings {
     return update ? updateLogSettings(this.logger, update) : logSettingsOf(this.logger);
+  }
+
+  /** @internal */
+  chatPrompt(modelName: string, messages: () => readonly ChatMessage[]): string {
+    return chatTemplateOf(this.repository.get(modelName))(messages());
   }
 
   /** @internal */

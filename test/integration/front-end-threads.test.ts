@@ -210,6 +210,18 @@ describe(`a server on ${THREADS} front-end threads`, () => {
     });
     bindSequenceAccumulate(triton);
     bindEchoChat(triton);
+    // Answer with their prompts: one template a string (applied on the front-end thread), one a function (in the core).
+    const promptEcho = async (requests: Request[]): Promise<Response[]> =>
+      requests.map((r) => ({ text_output: tensor('BYTES', [1], [`<${Buffer.from((r.inputs.text_input!.data as Uint8Array[])[0]!).toString()}>`]) }));
+    const text = { inputs: [{ name: 'text_input', dtype: 'BYTES' as const, shape: [1] }], outputs: [{ name: 'text_output', dtype: 'BYTES' as const, shape: [1] }] };
+    triton.bind({ modelName: 'template_text', inferFunc: promptEcho, ...text, config: { batching: false }, chatTemplate: '[{role}] {content};' });
+    triton.bind({
+      modelName: 'template_function',
+      inferFunc: promptEcho,
+      ...text,
+      config: { batching: false },
+      chatTemplate: (messages) => messages.map((m) => `${m.role.toUpperCase()}=${m.content}`).join('|'),
+    });
     await triton.run();
     port = triton.ports.http as number;
   }, 120_000);
@@ -421,6 +433,17 @@ describe(`a server on ${THREADS} front-end threads`, () => {
       expect(chunks.every((c) => c.object === 'text_completion')).toBe(true);
       expect(chunks.map((c) => c.choices[0]!.text).join('')).toBe('You said: threads serve this');
       expect(chunks.map((c) => c.choices[0]!.finish_reason).filter(Boolean)).toEqual(['stop']);
+    }
+  });
+
+  it.each([
+    ['a string, applied on the front-end thread', 'template_text', '<[user] hi;[assistant] >'],
+    ['a function, applied in the core', 'template_function', '<USER=hi>'],
+  ])('makes a chat prompt from a chat template that is %s, on every thread', async (_label, model, content) => {
+    const answers = await onBothThreads(() => Promise.all(range(CONNECTIONS).map(() => once(port, 'POST', '/v1/chat/completions', { model, messages: [{ role: 'user', content: 'hi' }] }))));
+    for (const answer of answers) {
+      expect(answer.status).toBe(200);
+      expect((JSON.parse(answer.body) as { choices: { message: { content: string } }[] }).choices[0]!.message.content).toBe(content);
     }
   });
 

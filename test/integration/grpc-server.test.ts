@@ -514,22 +514,33 @@ describe('gRPC health and shutdown', () => {
     await expect(gate.aborted).resolves.toBeDefined();
   });
 
-  it('keeps a stream open while draining: running requests answer, new ones get error_message, then the stream ends UNAVAILABLE', async () => {
+  it('keeps a stream open while draining: running requests answer, new ones get error_message after them (request order), then the stream ends UNAVAILABLE', async () => {
     await start();
+    // Resolves once the core's entry has refused a request: the stream has read 'late' and holds its answer.
+    const entry = triton.inferAsync.bind(triton);
+    const refused = new Promise<void>((resolve) =>
+      jest.spyOn(triton, 'inferAsync').mockImplementation((call, sink) => {
+        const run = entry(call, sink);
+        run.catch(() => resolve());
+        return run;
+      }),
+    );
     const stream = client.stream();
+    const responses: ModelStreamInferResponseMessage[] = [];
+    stream.on('data', (m: ModelStreamInferResponseMessage) => responses.push(m));
     const ended = new Promise<grpc.ServiceError>((resolve) => stream.on('error', resolve));
-    const next = () => new Promise<ModelStreamInferResponseMessage>((resolve) => stream.once('data', resolve));
     stream.write(fp32Request('hang', [7], { id: 'running' }));
     await gate.started;
     const stopped = triton.stop();
-    const late = next();
     stream.write(fp32Request('identity_fp32', [1], { id: 'late' }));
-    expect(await late).toMatchObject({ error_message: expect.stringMatching(/stopping/), infer_response: { id: 'late' } });
-    const running = next();
+    await refused;
     gate.open();
-    expect(await running).toMatchObject({ error_message: '', infer_response: { id: 'running' } });
     await stopped;
     const err = await ended;
+    expect(responses).toMatchObject([
+      { error_message: '', infer_response: { id: 'running' } },
+      { error_message: expect.stringMatching(/stopping/), infer_response: { id: 'late' } },
+    ]);
     expect(err.code).toBe(grpc.status.UNAVAILABLE);
   });
 

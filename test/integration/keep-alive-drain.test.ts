@@ -1,6 +1,5 @@
-import { fork, type ChildProcess } from 'node:child_process';
 import * as http from 'node:http';
-import { join } from 'node:path';
+import { startDrainServer } from '../helpers/drain-server';
 import { postInfer } from '../helpers/infer-post';
 
 // SIGTERM while 16 keep-alive HTTP clients send requests in loops, pausing between two requests as real clients
@@ -10,40 +9,11 @@ import { postInfer } from '../helpers/infer-post';
 // Connection: close once the server stops; a new connection may be refused once the port has closed.
 jest.setTimeout(90_000);
 
-const ROOT = join(__dirname, '..', '..');
 const CLIENTS = 16;
 /** Answers every client must have had before the signal, so that the signal lands under full load. */
 const BEFORE_SIGNAL = 3;
 /** Requests one client sends at most: the run is bounded even if the server never stopped. */
 const MAX_REQUESTS = 400;
-
-let child: ChildProcess | undefined;
-
-afterEach(async () => {
-  // A server the test did not see exit (a failed test) is killed, and waited for.
-  const running = child;
-  child = undefined;
-  if (running && running.exitCode === null && running.signalCode === null) {
-    const exited = new Promise((resolve) => running.once('exit', resolve));
-    running.kill('SIGKILL');
-    await exited;
-  }
-});
-
-/** The drain fixture's server in a process of its own (its model takes 20 ms), on a port of its choosing. */
-function startServer(): Promise<{ port: number; exited: Promise<number | null> }> {
-  const started = fork(join(ROOT, 'test/fixtures/drain/server.js'), ['20'], {
-    cwd: ROOT,
-    execArgv: ['--require', join(ROOT, 'lib/instances/worker/register-ts.js')],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  child = started;
-  const exited = new Promise<number | null>((resolve) => started.once('exit', (code) => resolve(code)));
-  return new Promise((resolve, reject) => {
-    started.once('message', (m) => resolve({ port: (m as { http: number }).http, exited }));
-    started.once('exit', (code) => reject(new Error(`the server exited with ${code} before serving`)));
-  });
-}
 
 interface Tally {
   ok: number;
@@ -98,14 +68,16 @@ describe('SIGTERM under 16 keep-alive clients in loops', () => {
     ['pausing up to 250 ms between requests', () => Math.random() * 250],
     ['pausing 120-180 ms between requests', () => 120 + Math.random() * 60],
   ])('%s: no request is reset, every client is refused in order, exit 0', async (_label, pause) => {
-    const { port, exited } = await startServer();
+    // The fixture's model takes 20 ms.
+    const { child, ports, exited } = await startDrainServer();
+    const port = ports.http;
     const tally: Tally = { ok: 0, refused: 0, connectionRefused: 0, lost: [] };
     let warming = CLIENTS;
     let warmed!: () => void;
     const allWarm = new Promise<void>((resolve) => (warmed = resolve));
     const clients = Array.from({ length: CLIENTS }, () => client(port, tally, pause, () => --warming === 0 && warmed()));
     await allWarm;
-    child!.kill('SIGTERM');
+    child.kill('SIGTERM');
     await Promise.all(clients);
     expect(tally.lost).toEqual([]);
     expect(await exited).toBe(0);

@@ -219,6 +219,41 @@ describe('serving a model repository folder', () => {
     expect((await inferIdentity('second')).status).toBe(200);
   });
 
+  // Triton's index lists what the repositories hold and what was loaded. A load of any other name answers its 400 and
+  // leaves nothing behind: otherwise each such request adds an entry for good (and, under strict readiness, takes the
+  // server out of rotation). On two front-end threads too, where the loads arrive through both threads.
+  it.each([1, 2])('explicit mode: failed loads of names in no repository leave the index as it was (%i front-end threads)', async (threads) => {
+    repo.identity('served/1/model.onnx');
+    repo.identity('broken/1/model.onnx');
+    repo.write('broken/config.pbtxt', 'platform: "onnxruntime_onnx"\nmodel_operations { op_library_filename: "custom.so" }\n');
+    await start({ modelControlMode: 'explicit', loadModel: ['served'], httpThreadCount: threads });
+    const before = await index();
+    expect(before).toEqual([
+      { name: 'broken', version: '', state: '' },
+      { name: 'served', version: '1', state: 'READY' },
+    ]);
+    // Each on a connection of its own (fetch opens one per request in flight), so both threads take some.
+    const absent = Array.from({ length: 100 }, (_, i) => post(`/v2/repository/models/absent_${i}/load`));
+    // A request's files for a name in no repository, with a config that does not load: refused, and not listed.
+    const upload = post('/v2/repository/models/uploaded_bad/load', {
+      parameters: { config: JSON.stringify({ platform: 'onnxruntime_onnx', bogus: 1 }), 'file:1/model.onnx': fs.readFileSync(IDENTITY).toString('base64') },
+    });
+    for (const res of await Promise.all(absent)) {
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: string }).error).toMatch(/^failed to load 'absent_\d+', failed to poll from model repository$/);
+    }
+    const refused = await upload;
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { error: string }).error).toMatch(/field 'bogus' is not supported/);
+    expect(await index()).toEqual(before);
+    expect((await get('/v2/health/ready')).status).toBe(200);
+    // A model the repository holds that fails to load stays listed, with its reason, as in Triton.
+    expect((await post('/v2/repository/models/broken/load')).status).toBe(400);
+    const after = await index();
+    expect(after.map((e) => e.name)).toEqual(['broken', 'served']);
+    expect(after[0]).toMatchObject({ name: 'broken', state: 'UNAVAILABLE', reason: expect.stringMatching(/field 'model_operations' is not supported/) as unknown });
+  });
+
   it('explicit mode: a load with file: content serves the model it brings', async () => {
     await start({ modelControlMode: 'explicit' });
     const body = {
@@ -236,6 +271,19 @@ describe('serving a model repository folder', () => {
     expect(((await outside.json()) as { error: string }).error).toMatch(/points outside the model folder/);
     // The refused load left no folder of its own behind.
     expect(loadFolders().filter((f) => !before.includes(f))).toEqual([]);
+  });
+
+  it('explicit mode: a model a load request brought stays listed, with why, when a later load of it fails', async () => {
+    await start({ modelControlMode: 'explicit' });
+    const upload = (config: object) =>
+      post('/v2/repository/models/uploaded/load', { parameters: { config: JSON.stringify(config), 'file:1/model.onnx': fs.readFileSync(IDENTITY).toString('base64') } });
+    expect((await upload({ platform: 'onnxruntime_onnx', max_batch_size: 4 })).status).toBe(200);
+    expect((await upload({ platform: 'onnxruntime_onnx', bogus: 1 })).status).toBe(400);
+    // In no repository, but loaded: the index keeps it, and says why the last load failed, as for a repository model.
+    expect((await index()).filter((e) => e.name === 'uploaded')).toEqual([
+      { name: 'uploaded', version: '1', state: 'READY', reason: expect.stringMatching(/^the last load failed, .*field 'bogus' is not supported/) as unknown },
+    ]);
+    expect((await inferIdentity('uploaded')).status).toBe(200);
   });
 
   it('explicit mode: an unload lets the requests in flight finish, then the model is gone', async () => {

@@ -1,14 +1,12 @@
-import type { ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import * as http from 'node:http';
 import * as net from 'node:net';
-import { join } from 'node:path';
-import * as tls from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
 import { Triton, type TritonConfigInit } from 'tstriton';
 import { batch, sample } from 'tstriton/decorators';
 import { makeTestCertificates, type TestCertificates } from '../helpers/certificates';
-import { forkTracked } from '../helpers/resources';
+import { frontEndWrites, startDrainServer, type DrainPorts } from '../helpers/drain-server';
+import { RawConnection, type RawAnswer } from '../helpers/raw-connection';
 import { loadProtos } from '../../lib/protocol/protos';
 import type { ModelInferResponseMessage } from '../../lib/protocol/messages';
 import { postInfer as postKeepAlive, KSERVE_INFER, OPENAI_COMPLETION, type InferPost } from '../helpers/infer-post';
@@ -17,33 +15,9 @@ import { postInfer as postKeepAlive, KSERVE_INFER, OPENAI_COMPLETION, type Infer
 // its answer (200 with the right numbers, or 503 / UNAVAILABLE once the server stops), no connection is reset,
 // and the process exits 0.
 
-const ROOT = join(__dirname, '..', '..');
 const CLIENTS = 16;
 /** Responses every client must have had before the signal, so that the signal lands under full load. */
 const BEFORE_SIGNAL = 5;
-
-interface Ports {
-  http: number;
-  grpc: number;
-  openai: number;
-}
-
-/** The fixture server in a process of its own, its settings from `env` (`TSTRITON_*`) besides the fixture's. */
-function startServer(env: NodeJS.ProcessEnv = {}): Promise<{ child: ChildProcess; ports: Ports; exited: Promise<number | null> }> {
-  // Tracked: killed after the test if the test has not seen it exit.
-  const child = forkTracked(join(ROOT, 'test/fixtures/drain/server.js'), ['20'], {
-    cwd: ROOT,
-    env: { ...process.env, ...env },
-    execArgv: ['--require', join(ROOT, 'lib/instances/worker/register-ts.js')],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const ports = new Promise<Ports>((resolve, reject) => {
-    child.once('message', (m) => resolve(m as Ports));
-    child.once('exit', (code) => reject(new Error(`server exited with ${code} before serving`)));
-  });
-  return ports.then((p) => ({ child, ports: p, exited }));
-}
 
 /** Outcome counts of a load run. */
 interface Tally {
@@ -176,30 +150,12 @@ const LOADS = [
 const SPREAD_LOADS = [LOADS[0], ['gRPC (a connection per client)', grpcClient({ 'grpc.use_local_subchannel_pool': 1 }), 'grpc'], LOADS[2]] as const;
 
 /**
- * The ids of the front-end threads of process `pid` (named `tstriton-fe-<n>`) with the bytes each has written so
- * far (Linux's per-thread count, its answers included).
- */
-function frontEndWrites(pid: number): Map<string, number> {
-  const writes = new Map<string, number>();
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      if (!readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').startsWith('tstriton-f')) continue;
-      const wchar = readFileSync(`/proc/${pid}/task/${tid}/io`, 'utf8').split('\n').find((l) => l.startsWith('wchar:'));
-      writes.set(tid, Number(wchar?.slice('wchar:'.length)));
-    } catch {
-      // The thread ended meanwhile.
-    }
-  }
-  return writes;
-}
-
-/**
  * 16 clients of `protocol` against the fixture server started with `env`, SIGTERM once each has had its first
  * answers: every request answered, none reset, exit 0. With `threads`, the server must run that many front-end
  * threads, and each must have written answers before the signal (the load is on all of them).
  */
-async function sigtermUnderLoad(client: (typeof LOADS)[number][1], protocol: keyof Ports, env: NodeJS.ProcessEnv = {}, threads?: number): Promise<void> {
-  const { child, ports, exited } = await startServer(env);
+async function sigtermUnderLoad(client: (typeof LOADS)[number][1], protocol: keyof DrainPorts, env: NodeJS.ProcessEnv = {}, threads?: number): Promise<void> {
+  const { child, ports, exited } = await startDrainServer({ env });
   const pid = child.pid as number;
   const atStart = threads === undefined ? new Map<string, number>() : frontEndWrites(pid);
   if (threads !== undefined) expect(atStart.size).toBe(threads);
@@ -236,73 +192,6 @@ describe('SIGTERM under 16-way load on 2 front-end threads (TSTRITON_HTTP_THREAD
 });
 
 // ---- the drain step by step, in process ------------------------------------------------------------
-
-/** An answer read off a raw connection. */
-interface RawAnswer {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-}
-
-/**
- * A raw keep-alive connection (plain or TLS): requests one after another, each answer read in full by its
- * Content-Length; `ended` says how the server ended it: 'closed' (an orderly close) or the error's code.
- */
-class RawConnection {
-  private buffer = Buffer.alloc(0);
-  private wake: (() => void) | undefined;
-  private how: string | undefined;
-  readonly ended: Promise<string>;
-
-  private constructor(private readonly socket: net.Socket) {
-    let settle!: (how: string) => void;
-    this.ended = new Promise((resolve) => (settle = resolve));
-    const end = (how: string): void => {
-      this.how ??= how;
-      settle(this.how);
-      this.wake?.();
-    };
-    socket.on('data', (chunk: Buffer) => {
-      this.buffer = Buffer.concat([this.buffer, chunk]);
-      this.wake?.();
-    });
-    socket.on('end', () => end('closed'));
-    socket.on('error', (err: NodeJS.ErrnoException) => end(err.code ?? err.message));
-    socket.on('close', () => end('closed'));
-  }
-
-  static open(port: number, ca?: Buffer): Promise<RawConnection> {
-    return new Promise((resolve, reject) => {
-      const socket = ca ? tls.connect({ host: '127.0.0.1', port, ca, servername: 'localhost' }) : net.connect(port, '127.0.0.1');
-      socket.once(ca ? 'secureConnect' : 'connect', () => resolve(new RawConnection(socket)));
-      socket.once('error', reject);
-    });
-  }
-
-  /** Sends one request and reads its answer; rejects if the connection ends first. */
-  async request(raw: string): Promise<RawAnswer> {
-    this.socket.write(raw);
-    for (;;) {
-      const end = this.buffer.indexOf('\r\n\r\n');
-      if (end >= 0) {
-        const [statusLine = '', ...lines] = this.buffer.subarray(0, end).toString('latin1').split('\r\n');
-        const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
-        const length = Number(headers['content-length'] ?? 0);
-        if (this.buffer.length >= end + 4 + length) {
-          const body = this.buffer.subarray(end + 4, end + 4 + length).toString('utf8');
-          this.buffer = this.buffer.subarray(end + 4 + length);
-          return { status: Number(statusLine.split(' ')[1]), headers, body };
-        }
-      }
-      if (this.how !== undefined) throw new Error(`connection ended (${this.how}) before the answer: ${JSON.stringify(this.buffer.toString('latin1'))}`);
-      await new Promise<void>((resolve) => (this.wake = resolve));
-    }
-  }
-
-  close(): void {
-    this.socket.destroy();
-  }
-}
 
 /** Resolves once the port refuses new connections; each connection it still accepts is closed at once. */
 async function portClosed(port: number): Promise<void> {

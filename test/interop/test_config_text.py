@@ -15,6 +15,7 @@ from google.protobuf import descriptor, json_format, text_format
 from tritonclient.grpc import model_config_pb2
 
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.runs_once(reason="starts no server: the config text parser runs the same on any thread count")
 GOLDEN = ROOT / "test" / "unit" / "config" / "golden"
 
 INT64_TYPES = {

@@ -14,7 +14,10 @@ import os
 import sys
 import tempfile
 
+import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool
+
+pytestmark = pytest.mark.runs_once(reason="starts no server: compares .proto files")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_PROTO_DIR = os.path.join(HERE, "..", "..", "lib", "protocol", "proto")

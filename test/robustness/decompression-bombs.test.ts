@@ -1,7 +1,7 @@
 import * as http2 from 'node:http2';
 import { createDeflate, gzipSync } from 'node:zlib';
 import * as grpc from '@grpc/grpc-js';
-import { INFER_METHOD, INFER_PATH, Rng, errorOf, expectGrpcServes, expectHttpServes, peakRss, rawHttp, requestBytes, resetPeakRss, startServer, type ChildServer } from './helpers';
+import { INFER_METHOD, INFER_PATH, Rng, errorOf, expectGrpcServes, expectHttpServes, peakRss, rawHttp, requestBytes, resetPeakRss, startServer, suiteTitle, type ChildServer } from './helpers';
 
 // Compressed requests that inflate far past the server's limits, against a server in its own process with the
 // default config, so that its peak resident memory (VmHWM) can be read. The bombs are made of many small gzip
@@ -56,7 +56,7 @@ async function peakGrowth<T>(send: () => Promise<T>): Promise<{ result: T; growt
   return { result, growth: peakRss(server.pid) - before };
 }
 
-describe('decompression bombs over HTTP', () => {
+describe(suiteTitle('decompression bombs over HTTP'), () => {
   it.each<[string, string, () => Promise<Buffer>]>([
     ['1 MB of gzip that inflates to 1 GiB', 'gzip', async () => gzipBomb(1024)],
     ['deflate that inflates to 256 MiB', 'deflate', () => deflateBomb(256)],
@@ -75,7 +75,7 @@ describe('decompression bombs over HTTP', () => {
   });
 });
 
-describe('decompression bombs over gRPC', () => {
+describe(suiteTitle('decompression bombs over gRPC'), () => {
   /** A ModelInfer written by hand over HTTP/2: one gzip-flagged message, `grpc-encoding: gzip`. */
   function gzipCall(port: number, message: Buffer): Promise<{ status?: number; details: string }> {
     return new Promise((resolve, reject) => {

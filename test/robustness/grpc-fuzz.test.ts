@@ -3,7 +3,7 @@ import { gzipSync } from 'node:zlib';
 import * as grpc from '@grpc/grpc-js';
 import type { InferParameterMessage, ModelInferRequestMessage, ModelStreamInferResponseMessage } from '../../lib/protocol/messages';
 import { loadProtos } from '../../lib/protocol/protos';
-import { INFER_METHOD, INFER_PATH, Rng, expectGrpcServes, preview, rawModelInfer, startServer, suiteSeed, type ChildServer } from './helpers';
+import { INFER_METHOD, INFER_PATH, Rng, expectGrpcServes, preview, rawModelInfer, startServer, suiteSeed, suiteTitle, type ChildServer } from './helpers';
 
 // ModelInfer calls whose message is arbitrary bytes (a passthrough serializer): mutated valid encodings, truncated
 // varints, wrong wire types, huge lengths. A malformed message is the client's mistake: never INTERNAL or UNKNOWN.
@@ -260,7 +260,7 @@ function withHangGuard<T>(p: Promise<T>, what: () => string): Promise<T> {
   return Promise.race([p, hang]).finally(() => clearTimeout(timer));
 }
 
-describe('gRPC fuzz', () => {
+describe(suiteTitle('gRPC fuzz'), () => {
   it(`answers ${CASES} malformed ModelInfer messages (seed ${SEED}) without INTERNAL or UNKNOWN, and keeps serving right`, async () => {
     const r = new Rng(SEED);
     const verify = new Rng(SEED ^ 0x5eed);
@@ -293,7 +293,7 @@ describe('gRPC fuzz', () => {
 
 });
 
-describe('gRPC fuzz: ModelStreamInfer', () => {
+describe(suiteTitle('gRPC fuzz: ModelStreamInfer'), () => {
   const STREAM_METHOD = loadProtos('number').inference.ModelStreamInfer as grpc.MethodDefinition<ModelInferRequestMessage, ModelStreamInferResponseMessage>;
   const STREAMS = 40;
 
@@ -342,7 +342,7 @@ describe('gRPC fuzz: ModelStreamInfer', () => {
  * an encoding, an unknown encoding, a gzip flag over bytes that are not gzip. The answer is grpc-js's to give (its
  * status for a protocol error is INTERNAL, as the gRPC spec says); the server must answer and go on serving.
  */
-describe('gRPC fuzz: framing', () => {
+describe(suiteTitle('gRPC fuzz: framing'), () => {
   function call(port: number, body: Buffer, headers: Record<string, string>): Promise<{ status?: number; rst?: number }> {
     return new Promise((resolve, reject) => {
       const session = http2.connect(`http://127.0.0.1:${port}`);

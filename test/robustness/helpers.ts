@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import * as net from 'node:net';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -62,6 +62,19 @@ export function preview(bytes: Buffer, max = 300): string {
 
 // ---- the server in a child process ----------------------------------------------------------------
 
+const threadCount = Number(process.env.TSTRITON_HTTP_THREAD_COUNT ?? '');
+/**
+ * Front-end threads of the fuzz servers in this run: `npm test` runs the suite a second time with
+ * TSTRITON_HTTP_THREAD_COUNT=2, which the server process inherits, so that the fuzzers also reach the decoding on
+ * front-end threads and the hand-off to the core. 0 when the variable asks for no more than one (the default).
+ */
+export const FRONT_END_THREADS = Number.isInteger(threadCount) && threadCount > 1 ? threadCount : 0;
+
+/** A suite's title, naming the thread count in the threaded run, so that a failure says which run it came from. */
+export function suiteTitle(title: string): string {
+  return FRONT_END_THREADS > 0 ? `${title} (${FRONT_END_THREADS} front-end threads)` : title;
+}
+
 /** A fuzz server running in a child process. */
 export interface ChildServer extends ServerReady {
   readonly pid: number;
@@ -97,6 +110,12 @@ export async function startServer(config: Record<string, unknown> = {}): Promise
       await exited;
     }
   };
+  // The threaded run proves nothing if the server quietly serves on its core thread (a platform without reusePort).
+  const threads = FRONT_END_THREADS > 0 ? frontEndThreadsOf(proc.pid as number) : 0;
+  if (threads < FRONT_END_THREADS) {
+    await kill();
+    throw new Error(`the fuzz server was asked for ${FRONT_END_THREADS} front-end threads (TSTRITON_HTTP_THREAD_COUNT) and runs ${threads}`);
+  }
   return {
     ...ready,
     pid: proc.pid as number,
@@ -112,6 +131,19 @@ export async function startServer(config: Record<string, unknown> = {}): Promise
       return why;
     },
   };
+}
+
+/** How many front-end threads a process runs: its threads that the server named `tstriton-fe-<n>`. */
+function frontEndThreadsOf(pid: number): number {
+  let count = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      if (readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').startsWith('tstriton-fe-')) count++;
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return count;
 }
 
 /** Peak resident memory of a process in bytes (VmHWM), which only grows until reset. */

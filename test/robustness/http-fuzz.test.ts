@@ -1,5 +1,5 @@
 import { deflateSync, gzipSync } from 'node:zlib';
-import { Rng, errorOf, isClientErrorStatus, rawHttp, requestBytes, suiteSeed, type RawRequest, type RawResponse } from './helpers';
+import { Rng, errorOf, isClientErrorStatus, rawHttp, requestBytes, suiteSeed, suiteTitle, type RawRequest, type RawResponse } from './helpers';
 import { MODELS, chunked, generate, inferPath, lengthPrefix, liveServer, runCases, stopServer, validBinary, validJson, type HttpCase, type ModelName } from './http-cases';
 import { entry, lit, mutate, randomNode, serialize, setEntryOf, type JsonNode } from './json-mutator';
 
@@ -174,7 +174,7 @@ function nextCase(r: Rng): HttpCase {
 }
 // ---- the suites -----------------------------------------------------------------------------------
 
-describe('HTTP fuzz', () => {
+describe(suiteTitle('HTTP fuzz'), () => {
   it(`answers ${CASES} malformed infer requests (seed ${SEED}) with 200 or a 4xx JSON error, and keeps serving right`, async () => {
     expect(await runCases(generate(SEED, CASES, nextCase), SEED)).toBe(CASES);
   });

@@ -1,4 +1,4 @@
-import { Rng, type RawResponse } from './helpers';
+import { Rng, suiteTitle, type RawResponse } from './helpers';
 import { MODELS, runCases, stopServer, validJson, type HttpCase } from './http-cases';
 import { serialize } from './json-mutator';
 
@@ -13,7 +13,7 @@ afterAll(stopServer);
  * Paths with malformed %-escapes, dot segments, absolute form and odd methods. Malformed escapes on model routes
  * threw a URIError out of the request handler, which ended the process.
  */
-describe('HTTP fuzz: paths and methods', () => {
+describe(suiteTitle('HTTP fuzz: paths and methods'), () => {
   const PATHS = [
     '/v2/models/%ZZ/infer',
     '/v2/models/%E0%A4%A/infer',
@@ -87,7 +87,7 @@ describe('HTTP fuzz: paths and methods', () => {
 });
 
 /** Requests Node's HTTP parser refuses before any route runs: Triton answers these 400 with a JSON error too. */
-describe('HTTP fuzz: requests the HTTP parser refuses', () => {
+describe(suiteTitle('HTTP fuzz: requests the HTTP parser refuses'), () => {
   it('answers 400 with a JSON error body', async () => {
     const seed = SEED + 2;
     const body = Buffer.from('{"inputs":[]}');

@@ -1,123 +1,110 @@
-import type { ModelConfigJson } from '../../config/triton-model-config';
-import { attachChatTemplate, type ChatMessage } from '../../model/chat-template';
-import type { ModelLookup, ModelShape, ModelView } from '../../model/model-view';
+import { TritonError, tritonError } from '../../base/errors';
+import { attachChatTemplate, compileChatTemplate, type CompiledChatTemplate } from '../../model/chat-template';
+import type { ModelLookup, ModelView } from '../../model/model-view';
 import type { ModelMetadata } from '../../protocol/model-metadata';
 import { SharedMemoryManager, type RegionStatus, type ShmTarget } from '../shared-memory';
-import type { SyncCaller } from './sync-call';
+import type { CoreState, PublishedModel, PublishedState } from './core-state';
 
-/** Counters the core thread bumps and every front-end thread reads: [models changed, shared memory changed]. */
-export const MODELS_CHANGED = 0;
-export const REGIONS_CHANGED = 1;
+/** Asks the core thread to run one of its calls, without waiting for it (remote-core.ts). */
+export type CoreCall = <T>(method: string, ...args: unknown[]) => Promise<T>;
 
 /**
- * The models as this thread finds them: each model's shape is asked of the core thread once and kept until the
- * core says its models changed (a load, an unload, a new version); readiness, config and metadata are asked each
- * time, as they are read rarely and change on their own.
+ * The models as this thread finds them: the core's published models, read here without asking the core. A state
+ * the core publishes (a load, an unload, a model turning ready or not) replaces them all, before the core answers
+ * whatever caused it.
  */
 export class RemoteModels implements ModelLookup {
-  private readonly shapes = new Map<string, ModelShape>();
-  private readonly views = new WeakMap<ModelShape, ModelView>();
-  private seen = 0;
+  /** The views of the state they were made for: built once per state, when first read. */
+  private views = new Map<string, ModelView>();
+  private viewsOf: CoreState | undefined;
 
-  constructor(
-    private readonly sync: SyncCaller,
-    private readonly changes: Int32Array,
-  ) {}
+  constructor(private readonly published: PublishedState) {}
 
-  /** The shape of a model version (the latest when none is given), or MODEL_NOT_FOUND. */
-  shapeOf(name: string, version: string | undefined): ModelShape {
-    this.fresh();
-    const key = version ? `${name}\0${version}` : name;
-    let shape = this.shapes.get(key);
-    if (shape === undefined) {
-      shape = this.sync.call<ModelShape>('shape', name, version);
-      this.shapes.set(key, shape);
-    }
-    return shape;
-  }
-
-  /** Forgets every shape once the core's models have changed. */
-  private fresh(): void {
-    const now = Atomics.load(this.changes, MODELS_CHANGED);
-    if (now === this.seen) return;
-    this.shapes.clear();
-    this.seen = now;
-  }
-
-  /** The shape with what the endpoints read of the model asked of the core when read. */
-  viewOf(shape: ModelShape): ModelView {
-    let view = this.views.get(shape);
-    if (view === undefined) {
-      const { sync } = this;
-      const { name, version } = shape;
-      view = {
-        ...shape,
-        get ready() {
-          return sync.call<boolean>('ready', name, version);
-        },
-        get configJson() {
-          return sync.call<ModelConfigJson>('configJson', name, version);
-        },
-        get metadata() {
-          return sync.call<ModelMetadata>('metadataOf', name, version);
-        },
-      };
-      attachChatTemplate(view, (messages: readonly ChatMessage[]) => sync.call<string>('chatPrompt', name, version, messages));
-      this.views.set(shape, view);
-    }
+  /** The model of a name and version (the latest when none is given), or MODEL_NOT_FOUND. */
+  get(name: string, version?: string): ModelView {
+    const views = this.fresh();
+    const view = version ? views.get(`${name}\0${version}`) : views.get(name);
+    // The core's words (ModelRepository.get).
+    if (view === undefined) throw tritonError('unknownModel', { model: name, version: version ? ` version ${version}` : '' });
     return view;
   }
 
-  get(name: string, version?: string): ModelView {
-    return this.viewOf(this.shapeOf(name, version));
-  }
-
   has(name: string): boolean {
-    return this.sync.call('has', name);
+    return this.fresh().has(name);
   }
 
   all(): readonly ModelView[] {
-    this.fresh();
-    return this.sync.call<ModelShape[]>('all').map((shape) => {
-      const key = `${shape.name}\0${shape.version}`;
-      const known = this.shapes.get(key) ?? shape;
-      this.shapes.set(key, known);
-      return this.viewOf(known);
-    });
+    const state = this.published.current;
+    const views = this.fresh();
+    return state.models.map((m) => views.get(`${m.shape.name}\0${m.shape.version}`) as ModelView);
   }
 
   metadataOf(name: string, version?: string): ModelMetadata {
-    return this.sync.call('metadataOf', name, version);
+    return this.get(name, version).metadata;
+  }
+
+  /** The views of the current state: by name (the latest version) and by name and version. */
+  private fresh(): Map<string, ModelView> {
+    const state = this.published.current;
+    if (state === this.viewsOf) return this.views;
+    const views = new Map<string, ModelView>();
+    for (const m of state.models) {
+      const view = viewOf(m);
+      views.set(`${m.shape.name}\0${m.shape.version}`, view);
+      if (m.latest) views.set(m.shape.name, view);
+    }
+    this.views = views;
+    this.viewsOf = state;
+    return views;
   }
 }
 
 /**
- * Shared-memory regions as this thread uses them: registered, unregistered and listed in the core thread (one
- * registry per server), read and written here through this thread's own descriptor of each region, opened the
- * first time a request names it and closed when the core's registrations change.
+ * The chat template of a model bound with a function as its template: it has no text, so `RemoteCore.chatPrompt`
+ * asks the core to apply it; it is never called here.
+ */
+const APPLIED_IN_CORE: CompiledChatTemplate = () => {
+  throw new TritonError('INTERNAL', 'a chat template that is a function is applied in the core thread');
+};
+
+/** A published model as the transports read a model. */
+function viewOf(m: PublishedModel): ModelView {
+  const view: ModelView = { ...m.shape, ready: m.ready, configJson: m.configJson, metadata: m.metadata };
+  return attachChatTemplate(view, m.chatTemplate === undefined ? APPLIED_IN_CORE : compileChatTemplate(m.chatTemplate, m.shape.name));
+}
+
+/**
+ * Shared-memory regions as this thread uses them: registered and unregistered in the core thread (one registry
+ * per server), listed from what the core publishes, and read and written here through this thread's own
+ * descriptor of each region, opened the first time a request names it and closed when the core's registrations
+ * change.
  */
 export class FrontEndSharedMemory extends SharedMemoryManager {
   private readonly opened = new Set<string>();
-  private seen = 0;
+  private seen: readonly RegionStatus[] | undefined;
 
   constructor(
     allowed: boolean,
-    private readonly sync: SyncCaller,
-    private readonly changes: Int32Array,
+    private readonly published: PublishedState,
+    private readonly call: CoreCall,
   ) {
     super(allowed);
   }
 
-  override register(name: string, key: string, offset: number, byteSize: number): void {
-    this.sync.call('shmRegister', name, key, offset, byteSize);
+  override register(name: string, key: string, offset: number, byteSize: number): Promise<void> {
+    return this.call('shmRegister', name, key, offset, byteSize);
   }
 
-  override unregister(name?: string): void {
-    this.sync.call('shmUnregister', name);
+  override unregister(name?: string): Promise<void> {
+    return this.call('shmUnregister', name);
   }
 
   override status(name?: string): RegionStatus[] {
-    return this.sync.call('shmStatus', name);
+    const regions = this.coreRegions();
+    if (name === undefined) return [...regions];
+    const region = regions.find((r) => r.name === name);
+    // Not opened here either (coreRegions() closed what the core no longer has): NOT_FOUND, in the manager's words.
+    return region === undefined ? super.status(name) : [region];
   }
 
   override read(target: ShmTarget, what: string): Buffer {
@@ -135,14 +122,21 @@ export class FrontEndSharedMemory extends SharedMemoryManager {
     super.closeAll();
   }
 
-  private open(name: string): void {
-    const now = Atomics.load(this.changes, REGIONS_CHANGED);
-    if (now !== this.seen) {
-      this.closeAll();
-      this.seen = now;
+  /** The regions the core has registered; what this thread opened is closed once they change. */
+  private coreRegions(): readonly RegionStatus[] {
+    const regions = this.published.current.regions;
+    if (regions !== this.seen) {
+      // Every state the core publishes brings its regions: only a change of them closes this thread's.
+      if (this.seen === undefined || JSON.stringify(regions) !== JSON.stringify(this.seen)) this.closeAll();
+      this.seen = regions;
     }
+    return regions;
+  }
+
+  private open(name: string): void {
+    const regions = this.coreRegions();
     if (this.opened.has(name)) return;
-    const [region] = this.status(name);
+    const region = regions.find((r) => r.name === name);
     if (region === undefined) return;
     super.register(region.name, region.key, region.offset, region.byte_size);
     this.opened.add(name);

@@ -4,20 +4,23 @@ import { TritonError } from '../../base/errors';
 import { createLogger } from '../../logging/logger';
 import { GrpcServer } from '../grpc/grpc-server';
 import { httpPortServer, openAiPortServer } from '../http-ports';
+import type { ServerMetadata } from '../server-core';
+import { PublishedState, type CoreState } from './core-state';
 import { IdleCollection } from '../idle-collection';
 import type { RingMemory } from './hand-off';
 import type { FromFrontEnd, Phase, Ports, ToFrontEnd } from './messages';
 import { RemoteCore } from './remote-core';
-import { packError, SyncCaller } from './sync-call';
+import { packError } from './packed-error';
 
 /** What a front-end thread starts with. */
 export interface FrontEndInit {
   /** The server's settings, as plain data. */
   readonly config: TritonConfigInit;
-  /** Its own channel for synchronous calls to the core thread, and the flag it sleeps on. */
-  readonly syncPort: MessagePort;
-  readonly syncFlag: SharedArrayBuffer;
-  /** Change counters the core thread bumps (see `MODELS_CHANGED`). */
+  /** The server's metadata (`GET /v2`), which does not change while it runs. */
+  readonly metadata: ServerMetadata;
+  /** Where the core publishes its state to this thread, the state as it was when the thread started, and the revision the core bumps after each (core-state.ts). */
+  readonly statePort: MessagePort;
+  readonly state: CoreState;
   readonly counters: SharedArrayBuffer;
   /** The rings of the hand-off (hand-off.ts): requests to the core thread, responses back. */
   readonly rings: { readonly toCore: RingMemory; readonly toFrontEnd: RingMemory };
@@ -31,7 +34,8 @@ export interface FrontEndInit {
 function main(port: MessagePort, init: FrontEndInit): void {
   const config = new TritonConfig(init.config);
   const logger = createLogger(config.logLevel, config.logFormat);
-  const core = new RemoteCore(config, new SyncCaller(init.syncPort, init.syncFlag), port, init.counters, logger, init.rings);
+  const published = new PublishedState(init.statePort, new Int32Array(init.counters), init.state);
+  const core = new RemoteCore(config, published, init.metadata, port, logger, init.rings);
   const http = config.allowHttp ? httpPortServer(core, logger) : undefined;
   const grpc = config.allowGrpc ? new GrpcServer(core, logger) : undefined;
   const openai = config.openai && config.openaiPort >= 0 ? openAiPortServer(core, logger) : undefined;
@@ -69,7 +73,7 @@ function main(port: MessagePort, init: FrontEndInit): void {
     }
     switch (message.t) {
       case 'called':
-        core.called(message.id, message.error as never);
+        core.called(message.id, message.value, message.error);
         return;
       case 'listen':
         listen(message.ports, message.reusePort).then(

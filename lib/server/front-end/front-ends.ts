@@ -6,18 +6,17 @@ import { Cancellation } from '../../base/cancellation';
 import type { TritonConfig, TritonConfigInit } from '../../config/triton-config';
 import { requestCancelled, TritonError } from '../../base/errors';
 import type { Logger } from '../../logging/logger';
-import { chatTemplateOf, type ChatMessage } from '../../model/chat-template';
+import type { ChatMessage } from '../../model/chat-template';
+import type { LoadOverride } from '../../model/model-control';
 import type { ModelRepository } from '../../model/model-repository';
 import type { InferCall, ResponseSink } from '../infer-entry';
 import type { ServerCore, Transport } from '../server-core';
-import { frontEndResourceLimits } from './front-end-heap';
 import type { FrontEndInit } from './front-end-thread';
 import { Inbox, Outbox, ringMemory, type RingMemory } from './hand-off';
-import { unpackRequest, type FromFrontEnd, type InferItem, type Phase, type Ports, type ResultItem, type ToFrontEnd } from './messages';
+import { unpackRequest, type CoreMethod, type FromFrontEnd, type InferItem, type Phase, type Ports, type ResultItem, type ToFrontEnd } from './messages';
 import { decodeHanded, encodeOutgoing, packOutgoing, type Outgoing } from './records';
-import { shapeOf } from '../../model/model-view';
-import { MODELS_CHANGED, REGIONS_CHANGED } from './core-mirrors';
-import { packError, serveSyncCalls } from './sync-call';
+import { packError } from './packed-error';
+import { StatePublisher } from './state-publisher';
 
 /** The most front-end threads `httpThreadCount: 0` picks. */
 const MAX_AUTO_THREADS = 8;
@@ -112,7 +111,7 @@ class FrontEndThread {
   constructor(
     readonly index: number,
     readonly worker: Worker,
-    readonly syncPort: MessagePort,
+    readonly statePort: MessagePort,
     rings: { readonly toCore: RingMemory; readonly toFrontEnd: RingMemory },
   ) {
     this.inbox = new Inbox(rings.toCore, decodeHanded, (item) => item);
@@ -169,8 +168,11 @@ export interface FrontEndHost {
  */
 export class FrontEnds {
   private readonly threads: FrontEndThread[] = [];
-  private readonly counters = new SharedArrayBuffer(8);
-  private readonly changes = new Int32Array(this.counters);
+  private readonly counters = new SharedArrayBuffer(4);
+  /** What the threads read of the core without asking it. */
+  private readonly publisher: StatePublisher;
+  /** What the threads ask the core to run for them. */
+  private readonly calls: Readonly<Record<CoreMethod, (...args: never[]) => unknown>>;
   private started: Promise<Ports> | undefined;
   private readonly phases = new Map<Phase, Promise<void>>();
   private stopping = false;
@@ -179,7 +181,8 @@ export class FrontEnds {
     private readonly host: FrontEndHost,
     readonly count: number,
   ) {
-    host.repository.onChange(() => Atomics.add(this.changes, MODELS_CHANGED, 1));
+    this.publisher = new StatePublisher(host, new Int32Array(this.counters));
+    this.calls = this.coreCalls();
   }
 
   /** The `http`, `openai` and `grpc` transports, all served by the same threads. */
@@ -230,14 +233,20 @@ export class FrontEnds {
 
   private spawn(index: number): FrontEndThread {
     const { port1, port2 } = new MessageChannel();
-    const syncFlag = new SharedArrayBuffer(4);
     const rings = { toCore: ringMemory(), toFrontEnd: ringMemory() };
-    const init: FrontEndInit = { config: configData(this.host.config), syncPort: port2, syncFlag, counters: this.counters, rings };
+    const init: FrontEndInit = {
+      config: configData(this.host.config),
+      metadata: this.host.core.metadata(),
+      statePort: port2,
+      state: this.publisher.current(),
+      counters: this.counters,
+      rings,
+    };
     const { filename, execArgv } = threadEntry();
-    const worker = new Worker(filename, { workerData: init, transferList: [port2], execArgv, name: `tstriton-fe-${index}`, resourceLimits: frontEndResourceLimits() } as ConstructorParameters<typeof Worker>[1]);
+    const worker = new Worker(filename, { workerData: init, transferList: [port2], execArgv, name: `tstriton-fe-${index}` } as ConstructorParameters<typeof Worker>[1]);
     const thread = new FrontEndThread(index, worker, port1, rings);
     this.threads[index] = thread;
-    serveSyncCalls(port1, syncFlag, this.syncHandlers());
+    this.publisher.add(port1);
     port1.unref();
     worker.on('message', (message: FromFrontEnd) => this.onMessage(thread, message));
     worker.on('error', (err) => this.host.logger.error({ err, thread: index }, 'front-end thread failed'));
@@ -247,7 +256,8 @@ export class FrontEnds {
 
   /** A thread that ended on its own: what it held is cancelled, and (while serving) a new one takes its place. */
   private onExit(thread: FrontEndThread, code: number): void {
-    thread.syncPort.close();
+    this.publisher.remove(thread.statePort);
+    thread.statePort.close();
     for (const live of thread.live.values()) cancel(live, new TritonError('UNAVAILABLE', 'the front-end thread of this request ended'));
     thread.live.clear();
     if (this.stopping || this.threads[thread.index] !== thread) return;
@@ -275,7 +285,7 @@ export class FrontEnds {
       }
       case 'call':
         this.call(message.method, message.args).then(
-          () => thread.send({ t: 'called', id: message.id }),
+          (value) => thread.send({ t: 'called', id: message.id, value }),
           (err: unknown) => thread.send({ t: 'called', id: message.id, error: packError(err) }),
         );
         return;
@@ -317,43 +327,42 @@ export class FrontEnds {
     );
   }
 
-  private call(method: 'loadModel' | 'unloadModel', args: readonly unknown[]): Promise<void> {
-    const { core } = this.host;
-    if (method === 'unloadModel') return core.unloadModel(...(args as Parameters<ServerCore['unloadModel']>));
-    const [name, override] = args as Parameters<ServerCore['loadModel']>;
-    // The files of a load request cross as plain bytes: Buffers again here.
-    const files = override?.files && Object.fromEntries(Object.entries(override.files).map(([k, v]) => [k, Buffer.from(v.buffer, v.byteOffset, v.byteLength)]));
-    return core.loadModel(name, override && { ...override, ...(files ? { files } : {}) });
+  /**
+   * Runs a call a thread made; what it changed is published before it is answered (the answer goes after the
+   * state, so the thread that asked reads the change as soon as it has its answer).
+   */
+  private async call(method: CoreMethod, args: readonly unknown[]): Promise<unknown> {
+    const handler = this.calls[method] as ((...a: readonly unknown[]) => unknown) | undefined;
+    if (handler === undefined) throw new TritonError('INTERNAL', `unknown core call '${method}'`);
+    try {
+      return await handler(...args);
+    } finally {
+      this.publisher.publish();
+    }
   }
 
-  /** The synchronous questions a front-end thread asks, answered from the core's own state. */
-  private syncHandlers(): Readonly<Record<string, (...args: never[]) => unknown>> {
-    const { core, repository } = this.host;
-    const regionsChanged = () => Atomics.add(this.changes, REGIONS_CHANGED, 1);
+  /** The calls a front-end thread makes, answered from the core's own state. */
+  private coreCalls(): Readonly<Record<CoreMethod, (...args: never[]) => unknown>> {
+    const { core } = this.host;
     return {
-      isLive: () => core.isLive(),
-      isReady: () => core.isReady(),
-      metadata: () => core.metadata(),
-      modelStatistics: (name?: string, version?: string) => core.modelStatistics(name, version),
+      modelStatistics: (name?: string, version?: string) => {
+        const stats = core.modelStatistics(name, version);
+        this.publisher.publishStatistics(true);
+        return stats;
+      },
       repositoryIndex: (readyOnly?: boolean) => core.repositoryIndex(readyOnly),
       traceSettings: (model?: string, update?: Readonly<Record<string, unknown>>) => core.traceSettings(model, update),
       logSettings: (update?: Readonly<Record<string, unknown>>) => core.logSettings(update),
-      shape: (name: string, version?: string) => shapeOf(repository.get(name, version)),
-      all: () => repository.all().map(shapeOf),
-      has: (name: string) => repository.has(name),
-      ready: (name: string, version: string) => repository.get(name, version).ready,
-      configJson: (name: string, version: string) => repository.get(name, version).configJson,
-      metadataOf: (name: string, version?: string) => repository.metadataOf(name, version),
-      chatPrompt: (name: string, version: string, messages: readonly ChatMessage[]) => chatTemplateOf(repository.get(name, version))(messages),
-      shmRegister: (name: string, key: string, offset: number, byteSize: number) => {
-        core.sharedMemory.register(name, key, offset, byteSize);
-        regionsChanged();
+      chatPrompt: (name: string, messages: readonly ChatMessage[]) => core.chatPrompt(name, () => messages),
+      loadModel: (name: string, override?: LoadOverride) => {
+        // The files of a load request cross as plain bytes: Buffers again here.
+        const files = override?.files && Object.fromEntries(Object.entries(override.files).map(([k, v]) => [k, Buffer.from(v.buffer, v.byteOffset, v.byteLength)]));
+        return core.loadModel(name, override && { ...override, ...(files ? { files } : {}) });
       },
-      shmUnregister: (name?: string) => {
-        core.sharedMemory.unregister(name);
-        regionsChanged();
-      },
-      shmStatus: (name?: string) => core.sharedMemory.status(name),
+      unloadModel: (name: string, unloadDependents?: boolean) => core.unloadModel(name, unloadDependents),
+      // Published with the regions once registered (call()).
+      shmRegister: (name: string, key: string, offset: number, byteSize: number) => core.sharedMemory.register(name, key, offset, byteSize),
+      shmUnregister: (name?: string) => core.sharedMemory.unregister(name),
     };
   }
 
@@ -370,6 +379,9 @@ export class FrontEnds {
 
   private async runPhase(step: Phase): Promise<void> {
     if (this.started) await this.started.catch(() => undefined);
+    // The threads answer readiness from what was published: not ready from the first step on.
+    this.publisher.publish();
+    if (step === 'forceClose') this.publisher.close();
     await Promise.all(
       this.threads.map((thread) => {
         const done = thread.answer('done');

@@ -4,7 +4,7 @@ import type { InferenceRequest, InferenceResponse } from '../../model/inference'
 import type { NamedTensor } from '../../model/inference';
 import { DTYPES } from '../../tensor/dtype';
 import type { Protocol } from '../infer-entry';
-import type { PackedError } from './sync-call';
+import type { PackedError } from './packed-error';
 
 /** Header or metadata values a front-end thread sends with a request: the forwarded ones and trace context. */
 export type PackedHeaders = Readonly<Record<string, string | string[] | Buffer | undefined>>;
@@ -45,15 +45,28 @@ export type FromFrontEnd =
   | { readonly t: 'cancel'; readonly id: number }
   /** A response that was not the last one has been written (a decoupled stream's flow control). */
   | { readonly t: 'taken'; readonly id: number }
-  | { readonly t: 'call'; readonly id: number; readonly method: 'loadModel' | 'unloadModel'; readonly args: readonly unknown[] }
+  /** A question or a command for the core, answered with `called` (front-ends.ts `CoreCalls`). */
+  | { readonly t: 'call'; readonly id: number; readonly method: CoreMethod; readonly args: readonly unknown[] }
   | { readonly t: 'done'; readonly phase: Phase };
 
 /** What the core thread posts to a front-end thread. */
 export type ToFrontEnd =
   | HandOff<ResultItem>
   | { readonly t: 'listen'; readonly ports: Ports; readonly reusePort: boolean }
-  | { readonly t: 'called'; readonly id: number; readonly error?: PackedError }
+  | { readonly t: 'called'; readonly id: number; readonly value?: unknown; readonly error?: PackedError }
   | { readonly t: 'phase'; readonly phase: Phase };
+
+/** What a front-end thread asks the core thread to run for it, and answers once the core has answered. */
+export type CoreMethod =
+  | 'modelStatistics'
+  | 'repositoryIndex'
+  | 'traceSettings'
+  | 'logSettings'
+  | 'chatPrompt'
+  | 'loadModel'
+  | 'unloadModel'
+  | 'shmRegister'
+  | 'shmUnregister';
 
 /** The ports a front-end thread serves (undefined: that transport is off). */
 export interface Ports {

@@ -4,7 +4,7 @@ import type { Tensor } from '../../tensor/tensor';
 import type { Protocol } from '../infer-entry';
 import type { RecordReader, RecordWriter } from './hand-off';
 import { packRequest, packResponse, type InferItem, type PackedRequest, type ResultItem, type Staging } from './messages';
-import type { PackedError } from './sync-call';
+import type { PackedError } from './packed-error';
 
 /**
  * The records of the hand-off between threads (hand-off.ts): a request on its way to the core thread, and a

@@ -5,17 +5,25 @@ import { updateLogSettings, type LogSettings } from '../../logging/log-settings'
 import type { Logger } from '../../logging/logger';
 import type { InferenceRequest, InferenceResponse } from '../../model/inference';
 import type { LoadOverride } from '../../model/model-control';
-import { refuseDecoupled } from '../../model/request-pipeline';
 import { BufferPool, type BufferLease } from '../../tensor/buffer-pool';
 import type { TraceSettings } from '../../tracing/trace';
 import { headerMatcher } from '../forward-headers';
-import type { InferCall, ResponseSink } from '../infer-entry';
+import { decodeFor, type InferCall, type ResponseSink } from '../infer-entry';
 import type { RepositoryIndexEntry, ServerCore, ServerMetadata } from '../server-core';
+import type { ChatMessage } from '../../model/chat-template';
+import { chatTemplateOf } from '../../model/chat-template';
 import { Inbox, Outbox, type RingMemory } from './hand-off';
-import type { FromFrontEnd, InferItem, PackedHeaders, ResultItem, ToFrontEnd } from './messages';
+import type { CoreMethod, FromFrontEnd, InferItem, PackedHeaders, ResultItem, ToFrontEnd } from './messages';
 import { decodeOutgoing, encodeHanded, packHanded, type Handed } from './records';
-import { unpackError, type SyncCaller } from './sync-call';
+import { unpackError, type PackedError } from './packed-error';
 import { FrontEndSharedMemory, RemoteModels } from './core-mirrors';
+import type { PublishedState } from './core-state';
+
+/**
+ * How long a statistics request waits for the core's own answer before it is answered from the statistics the
+ * core last published: a core thread held by a callable that does not yield still has its statistics read.
+ */
+const STATISTICS_WAIT_MS = 50;
 
 
 /** A request the core thread holds for this thread, until its final response or its error comes back. */
@@ -32,11 +40,13 @@ interface Pending {
 
 /**
  * The server's core as a front-end thread sees it: the same `ServerCore` the transports use on the core thread,
- * so HTTP, gRPC and the OpenAI API run here unchanged. Inference requests are decoded here against a copy of
- * their model's shape, then handed to the core thread with their tensors' bytes moved, several per message; their
- * responses come back the same way. What a transport reads without waiting (statistics, the index, settings,
- * readiness) is asked of the core thread synchronously; models, batching, sequences, statistics, model control,
- * shared-memory registrations and the response cache stay one per server, on the core thread.
+ * so HTTP, gRPC and the OpenAI API run here unchanged. Inference requests are decoded here against the model's
+ * shape the core published, then handed to the core thread, several per message; their responses come back the
+ * same way. Nothing here waits on the core: liveness, readiness, the models and the shared-memory regions are
+ * read from what the core publishes (core-state.ts); the rest (statistics, the index, settings, model control)
+ * is asked of the core thread with a message, and answered when it answers, while this thread serves its other
+ * connections. Models, batching, sequences, statistics, model control, shared-memory registrations and the
+ * response cache stay one per server, on the core thread.
  */
 export class RemoteCore implements ServerCore {
   readonly repository: RemoteModels;
@@ -51,66 +61,106 @@ export class RemoteCore implements ServerCore {
   private readonly fromCore: Inbox<ResultItem, ResultItem>;
   private flushing = false;
   private readonly forward: Readonly<Record<'HTTP' | 'GRPC', ((name: string) => boolean) | undefined>>;
-  private readonly calls = new Map<number, { resolve(): void; reject(err: Error): void }>();
-  private meta: ServerMetadata | undefined;
+  private readonly calls = new Map<number, { resolve(value: unknown): void; reject(err: Error): void }>();
 
   constructor(
     readonly config: TritonConfig,
-    private readonly sync: SyncCaller,
+    private readonly published: PublishedState,
+    private readonly serverMetadata: ServerMetadata,
     private readonly port: MessagePort,
-    counters: SharedArrayBuffer,
     private readonly logger: Logger,
     rings: { readonly toCore: RingMemory; readonly toFrontEnd: RingMemory },
   ) {
     this.toCore = new Outbox(rings.toCore, encodeHanded, packHanded);
     this.fromCore = new Inbox(rings.toFrontEnd, decodeOutgoing, (item) => item);
-    const changes = new Int32Array(counters);
-    this.repository = new RemoteModels(sync, changes);
-    this.sharedMemory = new FrontEndSharedMemory(config.allowSharedMemory, sync, changes);
+    this.repository = new RemoteModels(published);
+    this.sharedMemory = new FrontEndSharedMemory(config.allowSharedMemory, published, (method, ...args) => this.call(method as CoreMethod, args));
     this.forward = {
       HTTP: headerMatcher(config.httpHeaderForwardPattern, 'httpHeaderForwardPattern'),
       GRPC: headerMatcher(config.grpcHeaderForwardPattern, 'grpcHeaderForwardPattern'),
     };
   }
 
+  /** Live as the core last said: answered by this thread, whatever the core is doing. */
   isLive(): boolean {
-    return this.sync.call('isLive');
+    return this.published.current.live;
   }
 
   isReady(): boolean {
-    return this.sync.call('isReady');
+    return this.published.current.ready;
   }
 
   metadata(): ServerMetadata {
-    this.meta ??= this.sync.call<ServerMetadata>('metadata');
-    return this.meta;
+    return this.serverMetadata;
   }
 
-  modelStatistics(name?: string, version?: string): Record<string, unknown>[] {
-    return this.sync.call('modelStatistics', name, version);
+  /**
+   * The core's statistics when it answers within `STATISTICS_WAIT_MS`; else the ones it last published (it
+   * publishes them a few times a second while they change), so that a core held by a callable does not hold the
+   * statistics endpoints too.
+   */
+  modelStatistics(name?: string, version?: string): Promise<Record<string, unknown>[]> {
+    const asked = this.call<Record<string, unknown>[]>('modelStatistics', [name, version]);
+    return new Promise((resolve, reject) => {
+      const late = setTimeout(() => {
+        const published = this.publishedStatistics(name, version);
+        if (published) resolve(published);
+      }, STATISTICS_WAIT_MS);
+      asked.then(
+        (stats) => {
+          clearTimeout(late);
+          resolve(stats);
+        },
+        (err: Error) => {
+          clearTimeout(late);
+          reject(err);
+        },
+      );
+    });
   }
 
-  repositoryIndex(readyOnly?: boolean): RepositoryIndexEntry[] {
-    return this.sync.call('repositoryIndex', readyOnly);
+  /** The published statistics of a model version (every ready model without a name); undefined where they have none. */
+  private publishedStatistics(name?: string, version?: string): Record<string, unknown>[] | undefined {
+    const snapshot = this.published.statistics();
+    if (snapshot === undefined) return undefined;
+    if (name === undefined) return [...snapshot.modelStats];
+    let model;
+    try {
+      model = this.repository.get(name, version);
+    } catch {
+      return undefined; // the core's answer says why
+    }
+    const entry = snapshot.modelStats.find((s) => s.name === model.name && s.version === model.version);
+    return entry === undefined ? undefined : [entry];
   }
 
-  traceSettings(model?: string, update?: Readonly<Record<string, unknown>>): TraceSettings {
-    return this.sync.call('traceSettings', model, update);
+  repositoryIndex(readyOnly?: boolean): Promise<RepositoryIndexEntry[]> {
+    return this.call('repositoryIndex', [readyOnly]);
   }
 
-  logSettings(update?: Readonly<Record<string, unknown>>): LogSettings {
-    const settings = this.sync.call<LogSettings>('logSettings', update);
+  traceSettings(model?: string, update?: Readonly<Record<string, unknown>>): Promise<TraceSettings> {
+    return this.call('traceSettings', [model, update]);
+  }
+
+  async logSettings(update?: Readonly<Record<string, unknown>>): Promise<LogSettings> {
+    const settings = await this.call<LogSettings>('logSettings', [update]);
     // This thread logs too: it follows the core's settings.
     if (update) updateLogSettings(this.logger, { log_verbose_level: settings.log_verbose_level, log_info: settings.log_info, log_warning: settings.log_warning, log_error: settings.log_error });
     return settings;
   }
 
+  /** Applies a chat template string here; a template that is a function of the user's runs in the core. */
+  chatPrompt(modelName: string, messages: () => readonly ChatMessage[]): string | Promise<string> {
+    const template = chatTemplateOf(this.repository.get(modelName));
+    return template.text === undefined ? this.call('chatPrompt', [modelName, messages()]) : template(messages());
+  }
+
   loadModel(name: string, override?: LoadOverride): Promise<void> {
-    return this.callAsync('loadModel', [name, override]);
+    return this.call('loadModel', [name, override]);
   }
 
   unloadModel(name: string, unloadDependents?: boolean): Promise<void> {
-    return this.callAsync('unloadModel', [name, unloadDependents]);
+    return this.call('unloadModel', [name, unloadDependents]);
   }
 
   /**
@@ -120,9 +170,7 @@ export class RemoteCore implements ServerCore {
   inferAsync(call: InferCall, sink: ResponseSink): Promise<void> {
     let request: InferenceRequest;
     try {
-      const model = this.repository.shapeOf(call.modelName, call.modelVersion);
-      if (call.unaryEndpoint !== undefined) refuseDecoupled(model, call.unaryEndpoint);
-      request = call.decode(this.repository.viewOf(model));
+      request = decodeFor(call, this.repository.get(call.modelName, call.modelVersion));
     } catch (err) {
       return Promise.reject(err);
     }
@@ -219,13 +267,13 @@ export class RemoteCore implements ServerCore {
     );
   }
 
-  /** The answer to a load or unload this thread asked for. */
-  called(id: number, error?: { code: never; message: string }): void {
+  /** The core's answer to a call this thread made. */
+  called(id: number, value: unknown, error?: PackedError): void {
     const c = this.calls.get(id);
     if (!c) return;
     this.calls.delete(id);
     if (error) c.reject(unpackError(error));
-    else c.resolve();
+    else c.resolve(value);
   }
 
   /** Fails every request still waiting on the core thread (this thread is stopping). */
@@ -234,6 +282,8 @@ export class RemoteCore implements ServerCore {
       this.settle(id, p);
       p.reject(err);
     }
+    for (const c of this.calls.values()) c.reject(err);
+    this.calls.clear();
   }
 
   private settle(id: number, p: Pending): void {
@@ -248,10 +298,11 @@ export class RemoteCore implements ServerCore {
     p.reject(err);
   }
 
-  private callAsync(method: 'loadModel' | 'unloadModel', args: unknown[]): Promise<void> {
+  /** Asks the core thread to run `method`; settles with its answer. */
+  private call<T>(method: CoreMethod, args: unknown[]): Promise<T> {
     const id = this.nextId++;
-    return new Promise<void>((resolve, reject) => {
-      this.calls.set(id, { resolve, reject });
+    return new Promise<T>((resolve, reject) => {
+      this.calls.set(id, { resolve: resolve as (value: unknown) => void, reject });
       this.post({ t: 'call', id, method, args });
     });
   }

@@ -26,16 +26,16 @@ export function inferenceService(ctx: GrpcContext): UntypedServiceImplementation
     ServerMetadata: unary(ctx, false, (): ServerMetadataResponseMessage => core.metadata()),
     ModelMetadata: unary(ctx, false, (req: ModelRequestMessage): ModelMetadataResponseMessage => repo.metadataOf(req.name, req.version)),
     ModelConfig: unary(ctx, false, (req: ModelRequestMessage): ModelConfigResponseMessage => ({ config: repo.get(req.name, req.version).configJson })),
-    ModelStatistics: unary(ctx, false, (req: ModelRequestMessage) => ({ model_stats: core.modelStatistics(req.name || undefined, req.version || undefined) })),
+    ModelStatistics: unary(ctx, false, async (req: ModelRequestMessage) => ({ model_stats: await core.modelStatistics(req.name || undefined, req.version || undefined) })),
     SystemSharedMemoryStatus: unary(ctx, false, (req: { name?: string }) => ({
       regions: Object.fromEntries(core.sharedMemory.status(req.name || undefined).map((r) => [r.name, r])),
     })),
-    SystemSharedMemoryRegister: unary(ctx, false, (req: { name?: string; key?: string; offset?: unknown; byte_size?: unknown }) => {
-      core.sharedMemory.register(req.name ?? '', req.key ?? '', Number(req.offset ?? 0), Number(req.byte_size ?? 0));
+    SystemSharedMemoryRegister: unary(ctx, false, async (req: { name?: string; key?: string; offset?: unknown; byte_size?: unknown }) => {
+      await core.sharedMemory.register(req.name ?? '', req.key ?? '', Number(req.offset ?? 0), Number(req.byte_size ?? 0));
       return {};
     }),
-    SystemSharedMemoryUnregister: unary(ctx, false, (req: { name?: string }) => {
-      core.sharedMemory.unregister(req.name || undefined);
+    SystemSharedMemoryUnregister: unary(ctx, false, async (req: { name?: string }) => {
+      await core.sharedMemory.unregister(req.name || undefined);
       return {};
     }),
     // No CUDA IPC here: no region is ever registered, so status lists none and unregister has nothing to do.
@@ -47,31 +47,31 @@ export function inferenceService(ctx: GrpcContext): UntypedServiceImplementation
       throw tritonError('cudaSharedMemory');
     }),
     CudaSharedMemoryUnregister: unary(ctx, false, () => ({})),
-    RepositoryIndex: unary(ctx, false, (req: { repository_name?: string; ready?: boolean }) => {
+    RepositoryIndex: unary(ctx, false, async (req: { repository_name?: string; ready?: boolean }) => {
       refuseRepositoryName(req.repository_name);
-      return { models: core.repositoryIndex(req.ready === true) };
+      return { models: await core.repositoryIndex(req.ready === true) };
     }),
-    RepositoryModelLoad: unaryAsync(ctx, async (req: RepositoryModelRequest) => {
+    RepositoryModelLoad: unary(ctx, false, async (req: RepositoryModelRequest) => {
       refuseRepositoryName(req.repository_name);
       const parameters = Object.fromEntries(Object.entries(req.parameters ?? {}).map(([k, p]) => [k, repositoryParameter(p)]));
       await core.loadModel(req.model_name ?? '', loadOverride(parameters, req.model_name ?? ''));
       return {};
     }),
-    RepositoryModelUnload: unaryAsync(ctx, async (req: RepositoryModelRequest) => {
+    RepositoryModelUnload: unary(ctx, false, async (req: RepositoryModelRequest) => {
       refuseRepositoryName(req.repository_name);
       await core.unloadModel(req.model_name ?? '', req.parameters?.unload_dependents?.bool_param === true);
       return {};
     }),
-    TraceSetting: unary(ctx, false, (req: { settings?: Record<string, { value?: string[] }>; model_name?: string }) => {
+    TraceSetting: unary(ctx, false, async (req: { settings?: Record<string, { value?: string[] }>; model_name?: string }) => {
       // An empty value list clears a model's setting, as `null` does over HTTP.
       const entries = Object.entries(req.settings ?? {}).map(([k, v]) => [k, v.value && v.value.length > 0 ? (k === 'trace_level' ? v.value : v.value[0]) : null]);
-      const settings = core.traceSettings(req.model_name || undefined, entries.length > 0 ? Object.fromEntries(entries) : undefined);
+      const settings = await core.traceSettings(req.model_name || undefined, entries.length > 0 ? Object.fromEntries(entries) : undefined);
       return { settings: Object.fromEntries(Object.entries(settings).map(([k, v]) => [k, { value: Array.isArray(v) ? v : [v] }])) };
     }),
-    LogSettings: unary(ctx, false, (req: { settings?: Record<string, SettingValue> }) => {
+    LogSettings: unary(ctx, false, async (req: { settings?: Record<string, SettingValue> }) => {
       const entries = Object.entries(req.settings ?? {});
       const update = Object.fromEntries(entries.map(([k, v]) => [k, v.bool_param ?? (v.uint32_param !== undefined ? Number(v.uint32_param) : v.string_param)]));
-      const settings = core.logSettings(entries.length > 0 ? update : undefined);
+      const settings = await core.logSettings(entries.length > 0 ? update : undefined);
       return {
         settings: Object.fromEntries(
           Object.entries(settings).map(([k, v]) => [k, typeof v === 'boolean' ? { bool_param: v } : typeof v === 'number' ? { uint32_param: v } : { string_param: v }]),
@@ -120,34 +120,24 @@ function refuseRepositoryName(name: string | undefined): void {
   if (name) throw new TritonError('UNSUPPORTED', "'repository_name' specification is not supported");
 }
 
-/** An asynchronous unary handler (refused while the server stops); rejections become the call's status. */
-function unaryAsync<Req, Res>(ctx: GrpcContext, fn: (req: Req) => Promise<Res>): UntypedHandleCall {
-  return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
-    if (!ctx.tracker.accepting) return callback(toGrpcStatus(stoppingError()));
-    let pending: Promise<Res>;
-    try {
-      pending = fn(call.request);
-    } catch (err) {
-      return callback(toGrpcStatus(err));
-    }
-    pending.then(
-      (response) => callback(null, response),
-      (err: unknown) => callback(toGrpcStatus(err)),
-    );
-  };
-}
-
-/** A synchronous unary handler; thrown errors become the call's status. */
-function unary<Req, Res>(ctx: GrpcContext, whileStopping: boolean, fn: (req: Req) => Res): UntypedHandleCall {
+/**
+ * A unary handler: its value (or what its promise resolves to) is the answer, and what it throws (or rejects with)
+ * the call's status. Refused with UNAVAILABLE once the server stops, unless `whileStopping` (the health RPCs).
+ */
+function unary<Req, Res>(ctx: GrpcContext, whileStopping: boolean, fn: (req: Req) => Res | Promise<Res>): UntypedHandleCall {
   return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
     if (!whileStopping && !ctx.tracker.accepting) return callback(toGrpcStatus(stoppingError()));
-    let response: Res;
+    let response: Res | Promise<Res>;
     try {
       response = fn(call.request);
     } catch (err) {
       return callback(toGrpcStatus(err));
     }
-    callback(null, response);
+    if (!(response instanceof Promise)) return callback(null, response);
+    response.then(
+      (value) => callback(null, value),
+      (err: unknown) => callback(toGrpcStatus(err)),
+    );
   };
 }
 

@@ -2,6 +2,7 @@ import type { handleBidiStreamingCall } from '@grpc/grpc-js';
 import { Cancellation } from '../../base/cancellation';
 import { TritonError, toTritonError } from '../../base/errors';
 import type { TrackedCall } from './call-tracker';
+import { ResponseOrder, type Place } from './response-order';
 import { stoppingError, type GrpcContext } from './grpc-context';
 import { toGrpcStatus } from './grpc-status';
 import { decodeGrpcInfer, encodeGrpcInfer, grpcOutputHandling, parseModelInferRequest } from './infer-codec';
@@ -15,13 +16,13 @@ const NOT_FINAL: InferParameterMap = { triton_final_response: { bool_param: fals
 
 /**
  * The ModelStreamInfer RPC: each request on the stream is independent and matched by `id`. A request of a
- * non-decoupled model gets exactly one response; a decoupled model's request gets each response as it is
- * produced (`triton_final_response` false), and the last one carries the flag true — as an empty response
- * only when the request set `triton_enable_empty_final_response`. A failed request gets `error_message`
- * and the stream stays open. The stream ends once the client has half-closed and every request is answered;
- * a client cancel aborts every request still running (a decoupled model's generator is closed). A message that
- * is not a ModelInferRequest at all ends the stream with INVALID_ARGUMENT once the requests before it are
- * answered; what follows it is not read.
+ * non-decoupled model gets exactly one response, in request order (`ResponseOrder`); a decoupled model's request
+ * gets each response as it is produced (`triton_final_response` false), and the last one carries the flag true —
+ * as an empty response only when the request set `triton_enable_empty_final_response`. A failed request gets
+ * `error_message` and the stream stays open. The stream ends once the client has half-closed and every request is
+ * answered; a client cancel aborts every request still running (a decoupled model's generator is closed), and drops
+ * the answers held for request order. A message that is not a ModelInferRequest at all ends the stream with
+ * INVALID_ARGUMENT once the requests before it are answered; what follows it is not read.
  */
 export function modelStreamInfer(ctx: GrpcContext): handleBidiStreamingCall<Buffer, ModelStreamInferResponseMessage> {
   return (call) => {
@@ -44,6 +45,7 @@ export function modelStreamInfer(ctx: GrpcContext): handleBidiStreamingCall<Buff
     const close = (): void => {
       closed = true;
       ctx.tracker.delete(tracked);
+      order.clear();
       releaseWriters();
     };
     const tracked: TrackedCall = {
@@ -73,6 +75,7 @@ export function modelStreamInfer(ctx: GrpcContext): handleBidiStreamingCall<Buff
       if (closed || call.write(msg)) return undefined;
       return new Promise<void>((resolve) => drainWaiters.push(resolve));
     };
+    const order = new ResponseOrder(write);
 
     call.on('data', (bytes: Buffer) => {
       if (closed || malformed) return;
@@ -86,7 +89,10 @@ export function modelStreamInfer(ctx: GrpcContext): handleBidiStreamingCall<Buff
       }
       const abort = new Cancellation();
       pending.add(abort);
-      answer(ctx, msg, abort, write, call.metadata.getMap()).then(() => {
+      // Taken as the request arrives, before any stage can answer it: the place fixes when its answer may go.
+      const place = order.enter();
+      answer(ctx, msg, abort, order, place, call.metadata.getMap()).then(() => {
+        order.done(place);
         pending.delete(abort);
         endIfDone();
       });
@@ -108,14 +114,19 @@ export function modelStreamInfer(ctx: GrpcContext): handleBidiStreamingCall<Buff
   };
 }
 
-/** Runs one request of the stream, writing its response(s); never rejects: failures become `error_message` responses. */
+/**
+ * Runs one request of the stream, writing its response(s) at its `place` in the stream's order; never rejects:
+ * failures become `error_message` responses.
+ */
 async function answer(
   ctx: GrpcContext,
   msg: ModelInferRequestMessage,
   cancellation: Cancellation,
-  write: (m: ModelStreamInferResponseMessage) => Promise<void> | undefined,
+  order: ResponseOrder<ModelStreamInferResponseMessage>,
+  place: Place,
   metadata: Record<string, string | Buffer>,
 ): Promise<void> {
+  const write = (m: ModelStreamInferResponseMessage): Promise<void> | undefined => order.write(place, m);
   const shm = ctx.core.sharedMemory;
   const emptyFinal = msg.parameters?.triton_enable_empty_final_response?.bool_param === true;
   let outputHandling: Map<string, OutputHandling> | undefined;
@@ -125,6 +136,9 @@ async function answer(
     modelVersion: msg.model_version,
     protocol: 'GRPC',
     headers: metadata,
+    // Known once the model is: a decoupled model's responses go out as produced (Triton orders only the others), a
+    // failure to decode its request included, and the requests behind it stop waiting for it.
+    streamed: () => order.leave(place),
     decode: (model) => {
       const request = decodeGrpcInfer(msg, model, cancellation, undefined, shm);
       outputHandling = grpcOutputHandling(msg, model, shm);

@@ -107,10 +107,11 @@ export class HttpServer implements Transport {
   }
 
   /**
-   * Closes the port; requests still arriving on open connections are answered 503 (`Connection: close`), and
-   * each connection closes once its response is written (an idle one after its linger, the time its client's next
-   * request may take to arrive; one that has not sent its first request yet once it has been answered). Resolves
-   * when every connection has closed, or after `graceMs`.
+   * Closes the port once no client is about to open a connection there (a close would reset it in the accept
+   * queue); requests still arriving are answered 503 (`Connection: close`) once the port has closed, and each
+   * connection closes once its response is written (an idle one after its linger, the time its client's next
+   * request may take to arrive; one that has not sent its first request yet once it has been answered), its client
+   * closing its side before the socket closes. Resolves when every connection has closed, or after `graceMs`.
    */
   stopAccepting(graceMs = 5000): Promise<void> {
     return this.connections.close(graceMs);
@@ -124,13 +125,25 @@ export class HttpServer implements Transport {
   }
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
-    this.connections.track(req, res);
+    // A request behind the answer that closed its connection (pipelined) cannot be answered: the drain reads it.
+    if (!this.connections.track(req, res)) return;
     try {
-      if (this.connections.closing) refuseStopping(req, res, this.sendPortError);
+      if (this.connections.closing) this.refuseStopping(req, res);
       else this.route(req, res);
     } catch (err) {
       this.escaped(err, req, res);
     }
+  }
+
+  /**
+   * Answers a request that arrived once the port began to close: 503 in the port's shape, after its body is read so
+   * that the connection closes with nothing unread (which would reset it), and only once the port has closed, so
+   * that the new connection its client opens on `Connection: close` (the drain has marked the response so) is
+   * refused rather than queued on a closing port.
+   */
+  private refuseStopping(req: http.IncomingMessage, res: http.ServerResponse): void {
+    req.once('end', () => this.connections.afterPortClosed(res, () => this.sendPortError(res, new TritonError('UNAVAILABLE', SERVER_STOPPING_MESSAGE))));
+    req.resume();
   }
 
   /**
@@ -306,12 +319,3 @@ function exchangesOf(socket: Socket & { [EXCHANGES]?: Set<Cancellation> }): Set<
 
 /** Below this size, copying the response into one buffer is cheaper than a vectored write. */
 const SMALL_BODY = 16 * 1024;
-
-/**
- * Answers a request that arrived once the port closed: 503 (written by `send`), after its body is read so that the
- * connection closes with nothing unread (which would reset it). The drain has marked the response `Connection: close`.
- */
-function refuseStopping(req: http.IncomingMessage, res: http.ServerResponse, send: SendError): void {
-  req.once('end', () => send(res, new TritonError('UNAVAILABLE', SERVER_STOPPING_MESSAGE)));
-  req.resume();
-}

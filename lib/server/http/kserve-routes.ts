@@ -58,11 +58,8 @@ export function kserveRoutes(core: ServerCore, router: Router, escaped: EscapedE
 
   app.all('/v2/models/stats', (req, res) => {
     if (req.method !== 'GET') return methodNotAllowed(res);
-    try {
-      res.json({ model_stats: core.modelStatistics() });
-    } catch (err) {
-      sendError(res, toTritonError(err));
-    }
+    // Returned, so that express passes a failure of the answer itself to the error handler.
+    return answerJson(res, () => core.modelStatistics()).then((stats) => stats && res.json({ model_stats: stats }));
   });
 
   app.use((req, res, next: NextFunction) => {
@@ -90,8 +87,7 @@ export function kserveRoutes(core: ServerCore, router: Router, escaped: EscapedE
           res.json(model.configJson);
           return;
         case 'stats':
-          res.json({ model_stats: core.modelStatistics(model.name, version) });
-          return;
+          return answerJson(res, () => core.modelStatistics(model.name, version)).then((stats) => stats && res.json({ model_stats: stats }));
         default:
           throw new TritonError('UNSUPPORTED', `the '${action}' endpoint is not supported by this server`);
       }
@@ -121,6 +117,14 @@ function serveJson(app: Express, pattern: RegExp, handle: (match: RegExpExecArra
       (body) => (body === undefined ? res.status(200).type('application/json').end() : res.json(body)),
       (err: unknown) => sendError(res, toTritonError(err)),
     );
+  });
+}
+
+/** What `get` gives, once it has it; undefined after answering what it threw or rejected with in Triton's form. */
+function answerJson<T>(res: http.ServerResponse, get: () => T | Promise<T>): Promise<T | undefined> {
+  return new Promise<T>((resolve) => resolve(get())).catch((err: unknown) => {
+    sendError(res, toTritonError(err));
+    return undefined;
   });
 }
 

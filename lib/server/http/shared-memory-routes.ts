@@ -34,13 +34,13 @@ export async function handleSharedMemory(core: ServerCore, match: RegExpExecArra
     case 'status':
       return shm.status(region);
     case 'unregister':
-      shm.unregister(region);
+      await shm.unregister(region);
       return undefined;
     default: {
       const { key, offset = 0, byte_size: byteSize } = await readJsonObject(req, core.config.jsonMaxDepth, 'the register request', REGISTER_BODY_LIMIT);
       if (typeof key !== 'string') throw new TritonError('INVALID_ARGUMENT', "the register request needs a string 'key'");
       if (byteSize === undefined) throw new TritonError('INVALID_ARGUMENT', "the register request needs 'byte_size'");
-      shm.register(region as string, key, Number(offset), Number(byteSize));
+      await shm.register(region as string, key, Number(offset), Number(byteSize));
       return undefined;
     }
   }

@@ -1,8 +1,6 @@
 import type * as http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { cancelledError, type Cancellation } from '../../base/cancellation';
-import { chatTemplateOf } from '../../model/chat-template';
-import type { ModelView } from '../../model/model-view';
 import { drained } from '../http/generate';
 import type { InferCall } from '../infer-entry';
 import type { ServerCore } from '../server-core';
@@ -16,8 +14,12 @@ interface CompletionKind {
   readonly idPrefix: string;
   readonly object: string;
   readonly chunkObject: string;
-  /** The prompt of the request, and the text to put before the generated text (a completion's `echo`). */
-  prompt(model: ModelView, body: Body): { prompt: string; echo: string };
+  /**
+   * The prompt of the request, and the text to put before the generated text (a completion's `echo`). A chat's
+   * prompt comes from its model's chat template, which the core applies (a template may be a function of the
+   * user's).
+   */
+  prompt(core: ServerCore, body: Body): { prompt: string; echo: string } | Promise<{ prompt: string; echo: string }>;
   /** A whole choice, non-streaming. */
   choice(text: string, finishReason: string): Record<string, unknown>;
   /** A streamed choice: a piece of text, or the end with its finish reason. */
@@ -30,7 +32,10 @@ const CHAT: CompletionKind = {
   idPrefix: 'chatcmpl',
   object: 'chat.completion',
   chunkObject: 'chat.completion.chunk',
-  prompt: (model, body) => ({ prompt: chatTemplateOf(model)(messagesOf(body)), echo: '' }),
+  prompt: (core, body) => {
+    const prompt = core.chatPrompt(body.model as string, () => messagesOf(body));
+    return typeof prompt === 'string' ? { prompt, echo: '' } : prompt.then((text) => ({ prompt: text, echo: '' }));
+  },
   choice: (text, finishReason) => ({ index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: finishReason }),
   chunkChoice: (text, finishReason) => ({ index: 0, delta: text === undefined ? {} : { content: text }, logprobs: null, finish_reason: finishReason }),
   opening: { index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null },
@@ -40,7 +45,7 @@ const COMPLETION: CompletionKind = {
   idPrefix: 'cmpl',
   object: 'text_completion',
   chunkObject: 'text_completion',
-  prompt: (_model, body) => {
+  prompt: (_core, body) => {
     const prompt = promptOf(body);
     return { prompt, echo: echoOf(body) ? prompt : '' };
   },
@@ -58,17 +63,14 @@ export async function handleCompletion(
 ): Promise<void> {
   const kind = chat ? CHAT : COMPLETION;
   const sampling = samplingOf(body, chat);
-  // The prompt comes from the model's chat template: it is built once the core has found the model.
-  let echo = '';
+  const { prompt, echo } = await kind.prompt(core, body);
   const call: InferCall = {
     modelName: body.model as string,
     modelVersion: undefined,
     protocol: 'HTTP',
     decode: (model) => {
       checkTextModel(model);
-      const prompt = kind.prompt(model, body);
-      echo = prompt.echo;
-      return generationRequest(model, prompt.prompt, sampling, cancellation);
+      return generationRequest(model, prompt, sampling, cancellation);
     },
   };
   const head = { id: `${kind.idPrefix}-${randomUUID()}`, object: kind.object, created: Math.floor(Date.now() / 1000), model: body.model as string };

@@ -1,5 +1,6 @@
 import type * as http from 'node:http';
 import { SERVER_STOPPING_MESSAGE, TritonError, toTritonError, type ErrorCode } from '../../base/errors';
+import { closeAfterRefusal } from '../http/connection-drain';
 
 /** The error object of the OpenAI API: `{"error": {"message", "type", "param", "code"}}`. */
 export interface OpenAiErrorBody {
@@ -60,7 +61,7 @@ export function sendOpenAiError(res: http.ServerResponse, err: unknown): void {
   }
   const { status, body } = openAiError(err);
   // Refused because the server is stopping: the connection closes too (see `sendError`).
-  if (body.code === 'unavailable' && body.message === SERVER_STOPPING_MESSAGE) res.shouldKeepAlive = false;
+  if (body.code === 'unavailable' && body.message === SERVER_STOPPING_MESSAGE) closeAfterRefusal(res);
   const text = JSON.stringify({ error: body });
   res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
   res.end(text);

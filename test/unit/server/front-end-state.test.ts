@@ -1,0 +1,68 @@
+import { MessageChannel } from 'node:worker_threads';
+import { ModelRepository } from '../../../lib/model/model-repository';
+import { PublishedState, STATE_REVISION } from '../../../lib/server/front-end/core-state';
+import { StatePublisher } from '../../../lib/server/front-end/state-publisher';
+import { SharedMemoryManager } from '../../../lib/server/shared-memory';
+import type { ServerCore } from '../../../lib/server/server-core';
+
+// What a front-end thread reads of the core without asking it (core-state.ts, state-publisher.ts): a state the core
+// published is read at once by the next read, with no turn of the reader's event loop in between, and a read
+// never waits.
+
+/** The part of the core the publisher reads, with readiness the test sets. */
+function fakeCore(): { core: ServerCore; set(ready: boolean): void } {
+  let ready = false;
+  const core = { isLive: () => true, isReady: () => ready, sharedMemory: new SharedMemoryManager(false), modelStatistics: () => [] } as unknown as ServerCore;
+  return { core, set: (r) => (ready = r) };
+}
+
+describe('the state the core publishes to front-end threads', () => {
+  it('is read by the next read after the core publishes it, before any message is delivered', () => {
+    const { port1, port2 } = new MessageChannel();
+    const counters = new Int32Array(new SharedArrayBuffer(4));
+    const repository = new ModelRepository();
+    const { core, set } = fakeCore();
+    const publisher = new StatePublisher({ core, repository }, counters);
+    const reader = new PublishedState(port2, counters, publisher.current());
+    publisher.add(port1);
+    try {
+      expect(reader.current).toMatchObject({ live: true, ready: false, models: [] });
+      set(true);
+      repository.readinessChanged();
+      // Synchronously: the reader takes the new state off its port as soon as the revision says there is one.
+      expect(Atomics.load(counters, STATE_REVISION)).toBe(reader.current.revision);
+      expect(reader.current.ready).toBe(true);
+    } finally {
+      publisher.close();
+      port1.close();
+      port2.close();
+    }
+  });
+
+  it('publishes only changes, and a reader keeps the newest state whatever order it reads in', async () => {
+    const { port1, port2 } = new MessageChannel();
+    const counters = new Int32Array(new SharedArrayBuffer(4));
+    const repository = new ModelRepository();
+    const { core, set } = fakeCore();
+    const publisher = new StatePublisher({ core, repository }, counters);
+    const first = publisher.current();
+    const reader = new PublishedState(port2, counters, first);
+    publisher.add(port1);
+    try {
+      repository.readinessChanged(); // nothing changed: nothing published
+      expect(publisher.current().revision).toBe(first.revision);
+      set(true);
+      repository.readinessChanged();
+      set(false);
+      repository.readinessChanged();
+      expect(reader.current).toMatchObject({ revision: first.revision + 2, ready: false });
+      // The messages the port delivers later are older than what the reader holds: it keeps the newest.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(reader.current).toMatchObject({ revision: first.revision + 2, ready: false });
+    } finally {
+      publisher.close();
+      port1.close();
+      port2.close();
+    }
+  });
+});
