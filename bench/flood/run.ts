@@ -6,7 +6,7 @@
  * server holds most of the flood at once for the seconds it takes to run through it.
  *
  *   npm run build && node dist/bench/flood/run.js [--threads 1,2 --floods 4 --starts 100000 --streams 4
- *     --strategy oldest --settle 5 --snapshots DIR]
+ *     --strategy oldest --settle 5 --idle-collection MB --snapshots DIR]
  *
  * For each thread count, one server child; its RSS (from /proc) before the first flood, then for each flood the
  * peak (VmHWM, reset before the flood through /proc/<pid>/clear_refs) and what is left once every answer has come
@@ -37,6 +37,8 @@ interface Options {
   strategy: FloodServerConfig['strategy'];
   settleMs: number;
   snapshots: string | undefined;
+  /** The server's `idleCollectionMegabytes`, when given. */
+  idleCollection: number | undefined;
 }
 
 function parseOptions(): Options {
@@ -48,13 +50,15 @@ function parseOptions(): Options {
     strategy: { type: 'list', default: ['oldest'], help: 'the sequence batcher: oldest or direct' },
     settle: { type: 'number', default: 5, help: 'seconds the server idles after a flood before its RSS is read' },
     snapshots: { type: 'list', default: [], help: 'a folder for heap snapshots of every thread, before and after' },
+    'idle-collection': { type: 'number', default: -1, help: "the server's idleCollectionMegabytes (-1: the server's default)" },
   });
   const threads = f.threads.map(Number);
   if (!threads.every((n) => Number.isInteger(n) && n >= 1)) throw new UsageError(`--threads: expected counts ≥ 1, got ${f.threads.join(',')}`);
   const strategy = f.strategy[0];
   if (strategy !== 'oldest' && strategy !== 'direct') throw new UsageError(`--strategy: expected oldest or direct, got ${strategy}`);
   if (!(f.floods >= 1 && f.starts >= 1 && f.streams >= 1 && f.settle >= 0)) throw new UsageError('--floods, --starts and --streams are ≥ 1, --settle ≥ 0');
-  return { threads, floods: f.floods, starts: f.starts, streams: f.streams, strategy, settleMs: f.settle * 1000, snapshots: f.snapshots[0] };
+  const idleCollection = f['idle-collection'] < 0 ? undefined : f['idle-collection'];
+  return { threads, floods: f.floods, starts: f.starts, streams: f.streams, strategy, settleMs: f.settle * 1000, snapshots: f.snapshots[0], idleCollection };
 }
 
 // ---- the server's memory, from /proc ----------------------------------------------------------------
@@ -199,7 +203,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function runServer(frontEndThreads: number, o: Options): Promise<ServerRun> {
   const script = path.join(__dirname, 'server.js');
-  const cfg: FloodServerConfig = { frontEndThreads, strategy: o.strategy };
+  const cfg: FloodServerConfig = { frontEndThreads, strategy: o.strategy, idleCollectionMegabytes: o.idleCollection };
   const server = await ChildProc.start(`flood server (${frontEndThreads} thread${frontEndThreads > 1 ? 's' : ''})`, script, { args: [JSON.stringify(cfg)] });
   const pid = server.proc.pid as number;
   const threads = () => server.call<ThreadMemory[]>({ op: 'threads' } satisfies FloodServerCall);
@@ -285,7 +289,8 @@ function table(runs: readonly ServerRun[], o: Options): string {
     ];
   });
   const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)];
-  lines.push('', `RSS in MB; ${o.starts} STARTs over ${o.streams} streams, ${o.strategy}; ${machine()}.`);
+  const idle = o.idleCollection === undefined ? "the server's default idleCollectionMegabytes" : `idleCollectionMegabytes ${o.idleCollection}`;
+  lines.push('', `RSS in MB; ${o.starts} STARTs over ${o.streams} streams, ${o.strategy}, ${idle}; ${machine()}.`);
   for (const line of bars(runs).lines) lines.push(line);
   lines.push('', 'After the last flood, each thread (MB: heap used/committed, young generation, external, ArrayBuffers):');
   for (const r of runs) lines.push(`- ${r.frontEndThreads} thread(s): ${threadsText((r.floods[r.floods.length - 1] as FloodRow).threads)}`);
