@@ -6,7 +6,7 @@
  * server holds most of the flood at once for the seconds it takes to run through it.
  *
  *   npm run build && node dist/bench/flood/run.js [--threads 1,2 --floods 4 --starts 100000 --streams 4
- *     --strategy oldest --settle 5 --snapshots DIR]
+ *     --strategy oldest --settle 5 --idle-collection MB --snapshots DIR]
  *
  * For each thread count, one server child; its RSS (from /proc) before the first flood, then for each flood the
  * peak (VmHWM, reset before the flood through /proc/<pid>/clear_refs) and what is left once every answer has come
@@ -37,6 +37,8 @@ interface Options {
   strategy: FloodServerConfig['strategy'];
   settleMs: number;
   snapshots: string | undefined;
+  /** The server's `idleCollectionMegabytes`, when given. */
+  idleCollection: number | undefined;
 }
 
 function parseOptions(): Options {
@@ -48,13 +50,15 @@ function parseOptions(): Options {
     strategy: { type: 'list', default: ['oldest'], help: 'the sequence batcher: oldest or direct' },
     settle: { type: 'number', default: 5, help: 'seconds the server idles after a flood before its RSS is read' },
     snapshots: { type: 'list', default: [], help: 'a folder for heap snapshots of every thread, before and after' },
+    'idle-collection': { type: 'number', default: -1, help: "the server's idleCollectionMegabytes (-1: the server's default)" },
   });
   const threads = f.threads.map(Number);
   if (!threads.every((n) => Number.isInteger(n) && n >= 1)) throw new UsageError(`--threads: expected counts ≥ 1, got ${f.threads.join(',')}`);
   const strategy = f.strategy[0];
   if (strategy !== 'oldest' && strategy !== 'direct') throw new UsageError(`--strategy: expected oldest or direct, got ${strategy}`);
   if (!(f.floods >= 1 && f.starts >= 1 && f.streams >= 1 && f.settle >= 0)) throw new UsageError('--floods, --starts and --streams are ≥ 1, --settle ≥ 0');
-  return { threads, floods: f.floods, starts: f.starts, streams: f.streams, strategy, settleMs: f.settle * 1000, snapshots: f.snapshots[0] };
+  const idleCollection = f['idle-collection'] < 0 ? undefined : f['idle-collection'];
+  return { threads, floods: f.floods, starts: f.starts, streams: f.streams, strategy, settleMs: f.settle * 1000, snapshots: f.snapshots[0], idleCollection };
 }
 
 // ---- the server's memory, from /proc ----------------------------------------------------------------
@@ -199,7 +203,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function runServer(frontEndThreads: number, o: Options): Promise<ServerRun> {
   const script = path.join(__dirname, 'server.js');
-  const cfg: FloodServerConfig = { frontEndThreads, strategy: o.strategy };
+  const cfg: FloodServerConfig = { frontEndThreads, strategy: o.strategy, idleCollectionMegabytes: o.idleCollection };
   const server = await ChildProc.start(`flood server (${frontEndThreads} thread${frontEndThreads > 1 ? 's' : ''})`, script, { args: [JSON.stringify(cfg)] });
   const pid = server.proc.pid as number;
   const threads = () => server.call<ThreadMemory[]>({ op: 'threads' } satisfies FloodServerCall);
@@ -246,9 +250,32 @@ function threadsText(threads: readonly ThreadMemory[]): string {
     .join(' · ');
 }
 
+/** The bars of issue 35: N threads grow at most 1.25× what one thread grows at the peak; RSS after the last flood at most 5 % over what it was after the first. */
+const BARS = { peakGrowthRatio: 1.25, afterGrowth: 0.05 };
+
+/** Each bar, met or not, as a line; and whether all were met. */
+function bars(runs: readonly ServerRun[]): { lines: string[]; met: boolean } {
+  const lines: string[] = [];
+  let met = true;
+  const growth = (run: ServerRun) => Math.max(...run.floods.map((f) => f.peak)) - run.before;
+  const one = runs.find((r) => r.frontEndThreads === 1);
+  for (const r of runs) {
+    const after = (r.floods[r.floods.length - 1] as FloodRow).after / (r.floods[0] as FloodRow).after - 1;
+    const afterMet = after <= BARS.afterGrowth;
+    met &&= afterMet;
+    lines.push(`${r.frontEndThreads} thread(s): RSS after the last flood ${(after * 100).toFixed(1)} % over the first's (bar: ≤ ${BARS.afterGrowth * 100} %) ${afterMet ? 'met' : 'NOT met'}.`);
+    if (r === one || !one) continue;
+    const ratio = growth(r) / growth(one);
+    const ratioMet = ratio <= BARS.peakGrowthRatio;
+    met &&= ratioMet;
+    lines.push(`${r.frontEndThreads} threads grow ${ratio.toFixed(2)}× what one thread grows at the peak (bar: ≤ ${BARS.peakGrowthRatio}×) ${ratioMet ? 'met' : 'NOT met'}.`);
+  }
+  return { lines, met };
+}
+
 function table(runs: readonly ServerRun[], o: Options): string {
   const floods = Array.from({ length: o.floods }, (_, k) => k + 1);
-  const head = ['threads', 'before', ...floods.map((k) => `flood ${k}: peak / after`), 'growth at peak', 'after flood 4 / after flood 1'];
+  const head = ['threads', 'before', ...floods.map((k) => `flood ${k}: peak / after`), 'growth at peak', `after flood ${o.floods} / after flood 1`];
   const rows = runs.map((r) => {
     const last = r.floods[r.floods.length - 1] as FloodRow;
     const first = r.floods[0] as FloodRow;
@@ -262,13 +289,9 @@ function table(runs: readonly ServerRun[], o: Options): string {
     ];
   });
   const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)];
-  lines.push('', `RSS in MB; ${o.starts} STARTs over ${o.streams} streams, ${o.strategy}; ${machine()}.`);
-  const one = runs.find((r) => r.frontEndThreads === 1);
-  for (const r of runs) {
-    if (r === one || !one) continue;
-    const growth = (run: ServerRun) => Math.max(...run.floods.map((f) => f.peak)) - run.before;
-    lines.push(`${r.frontEndThreads} threads grow ${(growth(r) / growth(one)).toFixed(2)}× what one thread grows at the peak.`);
-  }
+  const idle = o.idleCollection === undefined ? "the server's default idleCollectionMegabytes" : `idleCollectionMegabytes ${o.idleCollection}`;
+  lines.push('', `RSS in MB; ${o.starts} STARTs over ${o.streams} streams, ${o.strategy}, ${idle}; ${machine()}.`);
+  for (const line of bars(runs).lines) lines.push(line);
   lines.push('', 'After the last flood, each thread (MB: heap used/committed, young generation, external, ArrayBuffers):');
   for (const r of runs) lines.push(`- ${r.frontEndThreads} thread(s): ${threadsText((r.floods[r.floods.length - 1] as FloodRow).threads)}`);
   return lines.join('\n');
@@ -280,5 +303,5 @@ runBench('bench:flood', WATCHDOG_MS, async (ctx) => {
   for (const n of o.threads) runs.push(await runServer(n, o));
   const body = table(runs, o);
   log(`(${ctx.elapsedS().toFixed(0)} s)`);
-  return { key: 'flood', body, write: false, allMet: true };
+  return { key: 'flood', body, write: false, allMet: bars(runs).met };
 });

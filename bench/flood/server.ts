@@ -28,6 +28,8 @@ export interface FloodServerConfig {
   /** `httpThreadCount`: 1 serves the port on the core thread; N ≥ 2 on N front-end threads. */
   frontEndThreads: number;
   strategy: 'oldest' | 'direct';
+  /** The server's `idleCollectionMegabytes`; its default when absent. */
+  idleCollectionMegabytes?: number;
 }
 
 /** One thread's memory: V8's heap (used and committed, its young generation apart) and what lives outside it. */
@@ -99,6 +101,7 @@ if (require.main === module) {
       allowMetrics: false,
       logLevel: 'silent',
       grpcAddress: '127.0.0.1',
+      ...(cfg.idleCollectionMegabytes === undefined ? {} : { idleCollectionMegabytes: cfg.idleCollectionMegabytes }),
     });
     const oldest = cfg.strategy === 'oldest';
     triton.bind({

@@ -12,9 +12,9 @@ import { track } from '../helpers/resources';
 // behind their slots — was held twice, once in the core thread and once in its front-end thread.
 //
 // Counted in the front-end threads themselves (the inspector attaches to them: bench/harness/thread-inspector.ts):
-// after a full collection, the Float32Arrays of the requests' length each thread holds while the core holds the
-// requests. A decoded request is the only thing on a front-end thread with such an array (its gRPC message holds
-// the same bytes as a Buffer).
+// after a full collection, the typed arrays of the requests' size each thread holds while the core holds the
+// requests: a decoded request's tensor (a Float32Array), and the message's bytes as the stream read them (a Buffer),
+// which the stream kept until the answer as well. Nothing else on a front-end thread has that size.
 
 const THREADS = 2;
 /** Requests held in the core at once, all on one stream. */
@@ -24,16 +24,20 @@ const LENGTH = 1000;
 
 const services = loadProtos('number');
 
-/** Live Float32Arrays of `length` elements in `thread`, after a full collection there. */
-async function float32Arrays(threads: ThreadInspector, thread: string, length: number): Promise<number> {
+/**
+ * Live typed arrays of `bytes` bytes in `thread` whose prototype chain holds `prototype` (an expression there:
+ * `Float32Array.prototype`, or `Uint8Array.prototype` for Buffers too), after a full collection there.
+ */
+async function viewsOf(threads: ThreadInspector, thread: string, prototype: string, bytes: number): Promise<number> {
   const group = { objectGroup: 'retention-test' };
   await threads.send(thread, 'HeapProfiler.collectGarbage');
-  const proto = await threads.send<{ result: { objectId: string } }>(thread, 'Runtime.evaluate', { expression: 'Float32Array.prototype', ...group });
+  const proto = await threads.send<{ result: { objectId: string } }>(thread, 'Runtime.evaluate', { expression: prototype, ...group });
   const found = await threads.send<{ objects: { objectId: string } }>(thread, 'Runtime.queryObjects', { prototypeObjectId: proto.result.objectId, ...group });
   const counted = await threads.send<{ result: { value: number } }>(thread, 'Runtime.callFunctionOn', {
     objectId: found.objects.objectId,
-    functionDeclaration: 'function (n) { return this.filter((a) => a.length === n).length; }',
-    arguments: [{ value: length }],
+    // Prototypes down the chain (Buffer's) are among the objects found, and have no byteLength of their own.
+    functionDeclaration: 'function (n) { return this.filter((a) => ArrayBuffer.isView(a) && a.byteLength === n).length; }',
+    arguments: [{ value: bytes }],
     returnByValue: true,
   });
   await threads.send(thread, 'Runtime.releaseObjectGroup', group);
@@ -85,11 +89,16 @@ describe(`a request handed to the core thread from one of ${THREADS} front-end t
     while (scheduler.outstanding < WAITING && answers.length === 0) await new Promise((r) => setTimeout(r, 10));
     expect(answers).toEqual([]);
 
-    const held = await Promise.all(threads.frontEnds().map((t) => float32Arrays(threads, t, LENGTH)));
-    expect(held).toEqual(threads.frontEnds().map(() => 0));
-
-    open();
-    await ended;
+    try {
+      // Neither the decoded tensors nor the bytes of the messages they came in (views of the stream's data).
+      const none = threads.frontEnds().map(() => 0);
+      expect(await Promise.all(threads.frontEnds().map((t) => viewsOf(threads, t, 'Float32Array.prototype', LENGTH * 4)))).toEqual(none);
+      expect(await Promise.all(threads.frontEnds().map((t) => viewsOf(threads, t, 'Uint8Array.prototype', LENGTH * 4)))).toEqual(none);
+    } finally {
+      // Answered either way, so that the server stops.
+      open();
+      await ended;
+    }
     expect(answers.filter((a) => a.error_message === '' && a.infer_response?.outputs[0]?.name === 'y')).toHaveLength(WAITING);
   });
 });

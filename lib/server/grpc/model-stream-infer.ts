@@ -116,9 +116,13 @@ export function modelStreamInfer(ctx: GrpcContext): handleBidiStreamingCall<Buff
 
 /**
  * Runs one request of the stream, writing its response(s) at its `place` in the stream's order; never rejects:
- * failures become `error_message` responses.
+ * failures become `error_message` responses. While the request runs, this keeps what writing its answers needs (the
+ * names and id an empty response carries, how its outputs are written), and not the message: the message is held by
+ * the call's `decode` alone, and a front-end thread lets the call go once it has handed the decoded request to the
+ * core thread. Under a flood of requests that wait long in the core (sequences backlogged behind their slots), a
+ * front-end thread otherwise kept every message of the stream, and the bytes it arrived in, until its answer.
  */
-async function answer(
+function answer(
   ctx: GrpcContext,
   msg: ModelInferRequestMessage,
   cancellation: Cancellation,
@@ -128,37 +132,60 @@ async function answer(
 ): Promise<void> {
   const write = (m: ModelStreamInferResponseMessage): Promise<void> | undefined => order.write(place, m);
   const shm = ctx.core.sharedMemory;
+  const head: ResponseHead = { model_name: msg.model_name, model_version: msg.model_version ?? '', id: msg.id ?? '' };
   const emptyFinal = msg.parameters?.triton_enable_empty_final_response?.bool_param === true;
-  let outputHandling: Map<string, OutputHandling> | undefined;
-  let version: string | undefined;
-  const call: InferCall = {
+  const decoded: Decoded = {};
+  // Known once the model is: a decoupled model's responses go out as produced (Triton orders only the others), a
+  // failure to decode its request included, and the requests behind it stop waiting for it.
+  const call = streamCall(msg, cancellation, metadata, shm, () => order.leave(place), decoded);
+  let running: Promise<void>;
+  try {
+    // Each response as it comes; a response without outputs (a decoupled model's closing one) is sent only when asked for.
+    running = ctx.core.inferAsync(call, (response, final) => {
+      if (response.outputs.length > 0) return write({ error_message: '', infer_response: encodeGrpcInfer(response, final ? FINAL : NOT_FINAL, decoded.outputHandling, shm) });
+      if (final && emptyFinal) return write({ error_message: '', infer_response: emptyResponse(head, FINAL, decoded.version) });
+      return undefined;
+    });
+  } catch (err) {
+    running = Promise.reject(err);
+  }
+  return running.catch((err: unknown) => void write({ error_message: toTritonError(err).message, infer_response: emptyResponse(head, FINAL) }));
+}
+
+/** What a request's empty response carries of its message. */
+type ResponseHead = Pick<ModelInferResponseMessage, 'model_name' | 'model_version' | 'id'>;
+
+/** What decoding a request tells its responses: how its outputs are written, and the version that runs it. */
+interface Decoded {
+  outputHandling?: Map<string, OutputHandling>;
+  version?: string;
+}
+
+/** The call of one request of the stream; its `decode` is the only holder of the message, and fills in `decoded`. */
+function streamCall(
+  msg: ModelInferRequestMessage,
+  cancellation: Cancellation,
+  metadata: Record<string, string | Buffer>,
+  shm: GrpcContext['core']['sharedMemory'],
+  streamed: () => void,
+  decoded: Decoded,
+): InferCall {
+  return {
     modelName: msg.model_name,
     modelVersion: msg.model_version,
     protocol: 'GRPC',
     headers: metadata,
-    // Known once the model is: a decoupled model's responses go out as produced (Triton orders only the others), a
-    // failure to decode its request included, and the requests behind it stop waiting for it.
-    streamed: () => order.leave(place),
+    streamed,
     decode: (model) => {
       const request = decodeGrpcInfer(msg, model, cancellation, undefined, shm);
-      outputHandling = grpcOutputHandling(msg, model, shm);
-      version = model.version;
+      decoded.outputHandling = grpcOutputHandling(msg, model, shm);
+      decoded.version = model.version;
       return request;
     },
   };
-  try {
-    // Each response as it comes; a response without outputs (a decoupled model's closing one) is sent only when asked for.
-    await ctx.core.inferAsync(call, (response, final) => {
-      if (response.outputs.length > 0) return write({ error_message: '', infer_response: encodeGrpcInfer(response, final ? FINAL : NOT_FINAL, outputHandling, shm) });
-      if (final && emptyFinal) return write({ error_message: '', infer_response: emptyResponse(msg, FINAL, version) });
-      return undefined;
-    });
-  } catch (err) {
-    write({ error_message: toTritonError(err).message, infer_response: emptyResponse(msg, FINAL) });
-  }
 }
 
 /** A response without outputs; the empty final response names the version that ran, as Triton does, not the one asked for ('' = latest). */
-function emptyResponse(msg: ModelInferRequestMessage, parameters: InferParameterMap, version = msg.model_version ?? ''): ModelInferResponseMessage {
-  return { model_name: msg.model_name, model_version: version, id: msg.id ?? '', parameters, outputs: [], raw_output_contents: [] };
+function emptyResponse(head: ResponseHead, parameters: InferParameterMap, version = head.model_version): ModelInferResponseMessage {
+  return { model_name: head.model_name, model_version: version, id: head.id, parameters, outputs: [], raw_output_contents: [] };
 }
