@@ -179,6 +179,15 @@ export const SERVER_SETTINGS = {
   httpThreadCount: { type: 'integer', default: 0, min: 0, max: 64,
     section: 'http', triton: true, placeholder: 'n', help: 'front-end threads serving the HTTP, gRPC and OpenAI ports; 0 (default) one per core beyond the core thread, at most 8' },
   /**
+   * The young generation of each front-end thread's heap, in MB (V8 counts three semi-spaces: two for the
+   * scavenger, one for new large objects). A front-end thread's objects live for one request, so a small young
+   * generation costs it little; V8 in Node 24 grows every heap's semi-spaces up to 64 MB under load and keeps them,
+   * 192 MB a thread after a burst (docs/threads.md, "Memory"). 48 is Node 20's size. 0 leaves it to V8, as does
+   * `--max-semi-space-size` given to node.
+   */
+  httpThreadYoungGenerationMegabytes: { type: 'integer', default: 0, min: 0,
+    section: 'http', triton: false, placeholder: 'MB', help: "young generation of each front-end thread's heap; 0 leaves it to V8" },
+  /**
    * Triton's `--http-restricted-api`: `<api>[,<api>...]:<header>=<value>`, several separated by `;`. Requests to
    * an API in a restricted group need the header with that value; others get 403.
    */

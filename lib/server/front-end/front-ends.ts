@@ -11,6 +11,7 @@ import type { LoadOverride } from '../../model/model-control';
 import type { ModelRepository } from '../../model/model-repository';
 import type { InferCall, ResponseSink } from '../infer-entry';
 import type { ServerCore, Transport } from '../server-core';
+import { frontEndResourceLimits } from './front-end-heap';
 import type { FrontEndInit } from './front-end-thread';
 import { Inbox, Outbox, ringMemory, type RingMemory } from './hand-off';
 import { unpackRequest, type CoreMethod, type FromFrontEnd, type InferItem, type Phase, type Ports, type ResultItem, type ToFrontEnd } from './messages';
@@ -243,7 +244,7 @@ export class FrontEnds {
       rings,
     };
     const { filename, execArgv } = threadEntry();
-    const worker = new Worker(filename, { workerData: init, transferList: [port2], execArgv, name: `tstriton-fe-${index}` } as ConstructorParameters<typeof Worker>[1]);
+    const worker = new Worker(filename, { workerData: init, transferList: [port2], execArgv, name: `tstriton-fe-${index}`, resourceLimits: frontEndResourceLimits(this.host.config.httpThreadYoungGenerationMegabytes) } as ConstructorParameters<typeof Worker>[1]);
     const thread = new FrontEndThread(index, worker, port1, rings);
     this.threads[index] = thread;
     this.publisher.add(port1);
