@@ -86,6 +86,7 @@ export function modelDocument(model: ModelView, security: DocumentSecurity): Ope
       platform: model.metadata.platform,
       max_batch_size: maxBatchSize,
       decoupled: model.config.decoupled,
+      ready: model.ready,
       parameters: model.configJson.parameters ?? {},
     },
   };
@@ -137,6 +138,7 @@ function modelDescription(model: ModelView): string {
   const row = (s: ModelView['inputs'][number]) => `| \`${s.name}\`${s.optional ? ' (optional)' : ''} | ${s.dtype} | [${shapeText(s, maxBatchSize)}] |`;
   const parameters = Object.entries((model.configJson.parameters ?? {}) as Record<string, { string_value?: string }>);
   return [
+    ...(model.ready ? [] : ['**Not ready**: unloaded, or still loading; its requests are refused until it is loaded.', '']),
     `Platform \`${model.metadata.platform}\`, version ${model.version} (ready versions: ${model.metadata.versions.join(', ') || 'none'}), ` +
       (maxBatchSize > 0 ? `batches up to ${maxBatchSize} (the first dim of every tensor is the batch)` : 'no batching') +
       (model.config.decoupled ? '; decoupled: infer with `generate_stream` or gRPC streaming, not `/infer`.' : '.'),
