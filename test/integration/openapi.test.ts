@@ -62,6 +62,9 @@ describe('OpenAPI documents', () => {
     expect(index.post.security).toEqual([{ 'header_admin-key': [] }]);
     expect(Object.keys(index.post.responses)).toContain('403');
     expect((document.paths['/v2/models/{model_name}/infer'] as { post: { security?: unknown } }).post.security).toBeUndefined();
+    // The OpenAI model list is in the same group (model-repository); its completions are not restricted here.
+    expect((document.paths['/v1/models'] as { get: { security?: unknown } }).get.security).toEqual([{ 'header_admin-key': [] }]);
+    expect((document.paths['/v1/chat/completions'] as { post: { security?: unknown } }).post.security).toBeUndefined();
     // The key's value is never in the document.
     expect(JSON.stringify(document)).not.toContain('secret');
   });

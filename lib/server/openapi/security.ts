@@ -35,7 +35,11 @@ export class DocumentSecurity {
 
   /** The `security` of an operation on `path`: the scheme its group needs; undefined when it needs none. */
   requirement(path: string): OpenApiObject[] | undefined {
-    const group = this.restrictedGroup(path);
+    return this.groupRequirement(httpApiGroup(path));
+  }
+
+  /** The `security` of an operation of `group`: the scheme it needs; undefined when it needs none. */
+  groupRequirement(group: ApiGroup | undefined): OpenApiObject[] | undefined {
     const r = group && this.restricted.restriction(group);
     return r ? [{ [DocumentSecurity.schemeOf(r.header)]: [] }] : undefined;
   }

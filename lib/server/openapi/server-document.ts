@@ -1,4 +1,5 @@
 import type { ModelView } from '../../model/model-view';
+import type { ApiGroup } from '../restricted-api';
 import type { ServerMetadata } from '../server-core';
 import { INFER_ERRORS } from './error-responses';
 import { jsonContent, ref, type OpenApiDocument, type OpenApiObject } from './json-schema';
@@ -116,7 +117,7 @@ export function serverDocument(source: ServerDocumentSource, security: DocumentS
   paths.add('/v2/docs/dataplane.json', 'get', 'serverDocument', { summary: "The server API's OpenAPI document (this one)", tags: ['docs'], ok: document });
   paths.add(`/v2/models/{${MODEL_NAME}}/docs`, 'get', 'modelDocs', { summary: "A model's reference page", tags: ['docs'], parameters: [modelName], ok: html, errors: ['MODEL_NOT_FOUND'] });
   paths.add(`/v2/models/{${MODEL_NAME}}/docs/dataplane.json`, 'get', 'modelDocument', { summary: "A model's OpenAPI document", tags: ['docs'], parameters: [modelName], ok: document, errors: ['MODEL_NOT_FOUND'] });
-  if (source.openai) addOpenAi(paths, source.openai.bearer);
+  if (source.openai) addOpenAi(paths, source.openai.bearer, security);
 
   const schemes: Record<string, OpenApiObject> = { ...security.schemes(), ...(source.openai?.bearer && { openai_api_key: { type: 'http', scheme: 'bearer', description: 'openaiApiKey' } }) };
   return {
@@ -127,19 +128,27 @@ export function serverDocument(source: ServerDocumentSource, security: DocumentS
   };
 }
 
-/** The OpenAI-compatible routes (docs/openai.md); their bodies are OpenAI's. */
-function addOpenAi(paths: PathsBuilder, bearer: boolean): void {
-  const security = bearer ? { security: [{ openai_api_key: [] }] } : {};
+/**
+ * The OpenAI-compatible routes (docs/openai.md); their bodies are OpenAI's. Each needs the bearer key with
+ * `openaiApiKey`, and its restricted group's header (openAiApiGroup: the POST routes are `inference`, the model list
+ * `model-repository`).
+ */
+function addOpenAi(paths: PathsBuilder, bearer: boolean, restricted: DocumentSecurity): void {
+  const securityOf = (group: ApiGroup) => {
+    const requirement = { ...(bearer && { openai_api_key: [] }), ...restricted.groupRequirement(group)?.[0] };
+    return Object.keys(requirement).length > 0 ? { security: [requirement] } : {};
+  };
   const any = { type: 'object', additionalProperties: true };
   const ok = { '200': { description: "OpenAI's answer (Server-Sent Events with `stream: true`)", content: { ...jsonContent(any), 'text/event-stream': { schema: { type: 'string' } } } } };
   const error = { default: { description: "OpenAI's error shape", content: jsonContent(any) } };
   const tags = ['openai'];
-  paths.paths['/v1/models'] = { get: { operationId: 'openaiModels', summary: 'The models', tags, responses: { '200': { description: 'the list', content: jsonContent(any) }, ...error }, ...security } };
+  const list = securityOf('model-repository');
+  paths.paths['/v1/models'] = { get: { operationId: 'openaiModels', summary: 'The models', tags, responses: { '200': { description: 'the list', content: jsonContent(any) }, ...error }, ...list } };
   paths.paths['/v1/models/{model}'] = {
-    get: { operationId: 'openaiModel', summary: 'One model', tags, parameters: [pathParameter('model', 'the model')], responses: { '200': { description: 'the model', content: jsonContent(any) }, ...error }, ...security },
+    get: { operationId: 'openaiModel', summary: 'One model', tags, parameters: [pathParameter('model', 'the model')], responses: { '200': { description: 'the model', content: jsonContent(any) }, ...error }, ...list },
   };
   for (const [path, id] of [['/v1/completions', 'openaiCompletions'], ['/v1/chat/completions', 'openaiChatCompletions'], ['/v1/embeddings', 'openaiEmbeddings']] as const) {
-    paths.paths[path] = { post: { operationId: id, summary: path, tags, requestBody: { required: true, content: jsonContent(any) }, responses: { ...ok, ...error }, ...security } };
+    paths.paths[path] = { post: { operationId: id, summary: path, tags, requestBody: { required: true, content: jsonContent(any) }, responses: { ...ok, ...error }, ...securityOf('inference') } };
   }
 }
 
