@@ -80,4 +80,27 @@ describe('the API reference page in Chromium', () => {
     expect(requests).toContain(`${base}/v2/models/add_sub/infer`);
     await page.close();
   });
+
+  it("asks for a restricted metadata group's key, then loads the model's document with it", async () => {
+    const restricted = track(new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent', exitTimeoutSeconds: 5, httpRestrictedApi: 'metadata:meta-key=s3cret' }));
+    try {
+      bindOpenApiModels(restricted);
+      await restricted.run();
+      const page = await (browser as Browser).newPage();
+      page.setDefaultTimeout(STEP_MS);
+      await page.goto(`http://127.0.0.1:${restricted.ports.http}/v2/models/plain/docs`);
+      const key = page.locator('input[name="meta-key"]');
+      await key.fill('s3cret');
+      await page.locator('button[type="submit"]').click();
+      await page.locator('.opblock-summary-path', { hasText: /^\/v2\/models\/plain\/infer$/ }).waitFor();
+      // The key goes with Try it out's requests too: the metadata route answers 200.
+      const metadata = page.locator('.opblock-get').filter({ has: page.locator('.opblock-summary-path', { hasText: /^\/v2\/models\/plain$/ }) });
+      await metadata.locator('.opblock-summary').click();
+      await metadata.locator('button.execute').click();
+      await metadata.locator('.live-responses-table .response-col_status', { hasText: '200' }).waitFor();
+      await page.close();
+    } finally {
+      await restricted.stop();
+    }
+  });
 });

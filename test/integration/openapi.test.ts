@@ -157,6 +157,30 @@ describe('OpenAPI documents', () => {
   });
 });
 
+describe('OpenAPI documents with the metadata group restricted', () => {
+  it('serves the pages, restricts a model\'s document as its metadata, and leaves the models out of the server\'s', async () => {
+    const { triton, base } = await start({ httpRestrictedApi: 'metadata:meta-key=s3cret' });
+    try {
+      triton.bind({ modelName: 'docs', inferFunc: async (requests) => requests.map((r) => ({ y: r.inputs.x! })), inputs: [{ name: 'x', dtype: 'INT32', shape: [1] }], outputs: [{ name: 'y', dtype: 'INT32', shape: [1] }] });
+      expect((await fetch(`${base}/v2/models/add_sub/docs`)).status).toBe(200);
+      const without = await fetch(`${base}/v2/models/add_sub/docs/dataplane.json`);
+      expect({ status: without.status, body: await without.json() }).toEqual({ status: 403, body: { error: "This API is restricted, expecting header 'meta-key'" } });
+      const withKey = await fetch(`${base}/v2/models/add_sub/docs/dataplane.json`, { headers: { 'meta-key': 's3cret' } });
+      expect(withKey.status).toBe(200);
+      const model = (await withKey.json()) as OpenApiDocument;
+      expect((model.paths['/v2/models/add_sub'] as { get: { security: unknown } }).get.security).toEqual([{ 'header_meta-key': [] }]);
+      const server = (await (await fetch(`${base}/v2/docs/dataplane.json`)).json()) as OpenApiDocument;
+      expect(String(server.info.description)).not.toContain('/v2/models/add_sub');
+      expect((server.paths['/v2/models/{model_name}'] as { get: { parameters: { schema: object }[] } }).get.parameters[0]!.schema).toEqual({ type: 'string' });
+      // A model named "docs": its metadata is still restricted, only the pages are open.
+      expect((await fetch(`${base}/v2/models/docs`)).status).toBe(403);
+      expect((await fetch(`${base}/v2/models/docs/docs`)).status).toBe(200);
+    } finally {
+      await triton.stop();
+    }
+  });
+});
+
 describe('OpenAPI documents turned off', () => {
   it('answers 404 on every docs path with openapiDocs false', async () => {
     const { triton, base } = await start({ openapiDocs: false });
