@@ -17,7 +17,7 @@ const TENSOR_METADATA: JsonSchema = {
 };
 
 /** The request `parameters` the server acts on, beside custom ones (strings, integers, booleans, doubles) for the model. */
-export const REQUEST_PARAMETERS: JsonSchema = {
+const REQUEST_PARAMETERS: JsonSchema = {
   type: 'object',
   properties: {
     priority: { type: 'integer', minimum: 0, description: 'the priority level (dynamic batching with priority levels); 0 is the default level' },
@@ -32,7 +32,7 @@ export const REQUEST_PARAMETERS: JsonSchema = {
 };
 
 /** The `parameters` of a requested output. */
-export const OUTPUT_PARAMETERS: JsonSchema = {
+const OUTPUT_PARAMETERS: JsonSchema = {
   type: 'object',
   properties: {
     binary_data: { type: 'boolean', description: 'this output comes back as binary data' },
@@ -68,49 +68,53 @@ export const KSERVE_SCHEMAS: Record<string, JsonSchema> = {
   ModelConfig: { type: 'object', description: "Triton's model config in its JSON form (snake_case fields, TYPE_* enums)", required: ['name', 'max_batch_size', 'input', 'output'] },
 };
 
-/** The schemas of the server's document only: any model's infer request and response, and the extensions' bodies. */
-export const SERVER_SCHEMAS: Record<string, JsonSchema> = {
-  InferRequest: {
+/** An infer request whose `inputs` are `inputs` and whose requested outputs are named as `outputName` says. */
+export function inferRequest(inputs: JsonSchema, outputName: JsonSchema): JsonSchema {
+  return {
     type: 'object',
     required: ['inputs'],
     properties: {
       id: { type: 'string' },
       parameters: REQUEST_PARAMETERS,
-      inputs: {
-        type: 'array',
-        items: {
-          type: 'object',
-          required: ['name', 'datatype', 'shape'],
-          properties: {
-            name: { type: 'string' },
-            datatype: { enum: DATA_TYPES },
-            shape: { type: 'array', items: { type: 'integer', minimum: 0 } },
-            data: { type: 'array', description: 'the elements, row-major, flat or nested (not for FP16 and BF16)' },
-            parameters: { type: 'object', properties: { binary_data_size: { type: 'integer', minimum: 0 }, shared_memory_region: { type: 'string' } } },
-          },
-        },
-      },
-      outputs: { type: 'array', items: { type: 'object', required: ['name'], properties: { name: { type: 'string' }, parameters: OUTPUT_PARAMETERS } } },
+      inputs,
+      outputs: { type: 'array', items: { type: 'object', required: ['name'], properties: { name: outputName, parameters: OUTPUT_PARAMETERS } } },
     },
-  },
-  InferResponse: {
+  };
+}
+
+/** An infer response from the model `modelName` (in `version`), each of its outputs an `output`. */
+export function inferResponse(modelName: JsonSchema, version: JsonSchema, output: JsonSchema): JsonSchema {
+  return {
     type: 'object',
     required: ['model_name', 'model_version', 'outputs'],
-    properties: {
-      model_name: { type: 'string' },
-      model_version: { type: 'string' },
-      id: { type: 'string' },
-      parameters: { type: 'object' },
-      outputs: {
-        type: 'array',
-        items: {
-          type: 'object',
-          required: ['name', 'datatype', 'shape'],
-          properties: { name: { type: 'string' }, datatype: { enum: DATA_TYPES }, shape: { type: 'array', items: { type: 'integer', minimum: 0 } }, data: { type: 'array' }, parameters: { type: 'object' } },
+    properties: { model_name: modelName, model_version: version, id: { type: 'string' }, parameters: { type: 'object' }, outputs: { type: 'array', items: output } },
+  };
+}
+
+/** The schemas of the server's document only: any model's infer request and response, and the extensions' bodies. */
+export const SERVER_SCHEMAS: Record<string, JsonSchema> = {
+  InferRequest: inferRequest(
+    {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['name', 'datatype', 'shape'],
+        properties: {
+          name: { type: 'string' },
+          datatype: { enum: DATA_TYPES },
+          shape: { type: 'array', items: { type: 'integer', minimum: 0 } },
+          data: { type: 'array', description: 'the elements, row-major, flat or nested (not for FP16 and BF16)' },
+          parameters: { type: 'object', properties: { binary_data_size: { type: 'integer', minimum: 0 }, shared_memory_region: { type: 'string' } } },
         },
       },
     },
-  },
+    { type: 'string' },
+  ),
+  InferResponse: inferResponse({ type: 'string' }, { type: 'string' }, {
+    type: 'object',
+    required: ['name', 'datatype', 'shape'],
+    properties: { name: { type: 'string' }, datatype: { enum: DATA_TYPES }, shape: { type: 'array', items: { type: 'integer', minimum: 0 } }, data: { type: 'array' }, parameters: { type: 'object' } },
+  }),
   GenerateRequest: {
     type: 'object',
     description: "the model's inputs by name (a value or an array of them), and `parameters`",

@@ -2,7 +2,7 @@ import type { ModelView } from '../../model/model-view';
 import { exampleRequest } from './example-request';
 import { INFER_ERRORS } from './error-responses';
 import { jsonContent, ref, type JsonSchema, type OpenApiDocument } from './json-schema';
-import { INFERENCE_HEADER, KSERVE_SCHEMAS, OUTPUT_PARAMETERS, REQUEST_PARAMETERS } from './kserve-schemas';
+import { INFERENCE_HEADER, inferRequest, inferResponse, KSERVE_SCHEMAS } from './kserve-schemas';
 import { emptyAnswer, pathParameter, PathsBuilder } from './operations';
 import type { DocumentSecurity } from './security';
 import { dataComponents, inputSchema, outputSchema, shapeText } from './tensor-schemas';
@@ -96,40 +96,20 @@ export function modelDocument(model: ModelView, security: DocumentSecurity): Ope
 function inferRequestSchema(model: ModelView): JsonSchema {
   const maxBatchSize = model.config.effectiveMaxBatchSize;
   const required = model.inputs.filter((s) => !s.optional);
-  return {
-    type: 'object',
-    required: ['inputs'],
-    properties: {
-      id: { type: 'string' },
-      parameters: REQUEST_PARAMETERS,
-      inputs: {
-        type: 'array',
-        items: { oneOf: model.inputs.map((s) => inputSchema(s, maxBatchSize)) },
-        minItems: required.length,
-        maxItems: model.inputs.length,
-        ...(required.length > 0 && { allOf: required.map((s) => ({ contains: { required: ['name'], properties: { name: { const: s.name } } } })) }),
-      },
-      outputs: {
-        type: 'array',
-        items: { type: 'object', required: ['name'], properties: { name: { enum: model.outputs.map((s) => s.name) }, parameters: OUTPUT_PARAMETERS } },
-      },
-    },
+  const inputs: JsonSchema = {
+    type: 'array',
+    items: { oneOf: model.inputs.map((s) => inputSchema(s, maxBatchSize)) },
+    minItems: required.length,
+    maxItems: model.inputs.length,
+    ...(required.length > 0 && { allOf: required.map((s) => ({ contains: { required: ['name'], properties: { name: { const: s.name } } } })) }),
   };
+  return inferRequest(inputs, { enum: model.outputs.map((s) => s.name) });
 }
 
-/** The JSON answer of an infer call to this model. */
+/** The JSON answer of an infer call to this model, from one of the versions it serves. */
 function inferResponseSchema(model: ModelView): JsonSchema {
-  return {
-    type: 'object',
-    required: ['model_name', 'model_version', 'outputs'],
-    properties: {
-      model_name: { const: model.name },
-      model_version: { enum: model.metadata.versions.length > 0 ? model.metadata.versions : [model.version] },
-      id: { type: 'string' },
-      parameters: { type: 'object' },
-      outputs: { type: 'array', items: { oneOf: model.outputs.map((s) => outputSchema(s, model.config.effectiveMaxBatchSize)) } },
-    },
-  };
+  const versions = model.metadata.versions.length > 0 ? model.metadata.versions : [model.version];
+  return inferResponse({ const: model.name }, { enum: versions }, { oneOf: model.outputs.map((s) => outputSchema(s, model.config.effectiveMaxBatchSize)) });
 }
 
 /** The document's description: the model at a glance, in Markdown. */
