@@ -10,6 +10,11 @@ export async function validateOpenApi(document: unknown): Promise<void> {
 
 /** A JSON-schema validator of one schema of `document`'s components (JSON Schema 2020-12, OpenAPI 3.1's dialect). */
 export function componentValidator(document: OpenApiDocument, name: string): ValidateFunction {
+  return schemaValidator(document, { $ref: `#/components/schemas/${name}` });
+}
+
+/** A JSON-schema validator of `schema`, a schema of `document` whose references point into its components. */
+export function schemaValidator(document: OpenApiDocument, schema: object): ValidateFunction {
   const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
-  return ajv.compile({ $ref: `#/components/schemas/${name}`, components: document.components });
+  return ajv.compile({ ...schema, components: document.components });
 }

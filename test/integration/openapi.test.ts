@@ -1,6 +1,6 @@
 import { Triton, type TritonConfigInit } from '../../lib';
 import type { OpenApiDocument } from '../../lib/server/openapi/json-schema';
-import { componentValidator, validateOpenApi } from '../helpers/openapi-check';
+import { componentValidator, schemaValidator, validateOpenApi } from '../helpers/openapi-check';
 import { bindOpenApiModels } from '../helpers/openapi-models';
 import { track } from '../helpers/resources';
 
@@ -67,6 +67,29 @@ describe('OpenAPI documents', () => {
     expect((document.paths['/v1/chat/completions'] as { post: { security?: unknown } }).post.security).toBeUndefined();
     // The key's value is never in the document.
     expect(JSON.stringify(document)).not.toContain('secret');
+  });
+
+  it("the server's answers to every GET of its document (and the repository index) match the documented schemas", async () => {
+    const document = await getJson<OpenApiDocument>('/v2/docs/dataplane.json');
+    type Operation = { responses: Record<string, { content?: Record<string, { schema: object }> }> };
+    const checked: string[] = [];
+    for (const [template, item] of Object.entries(document.paths)) {
+      for (const [method, operation] of Object.entries(item as Record<string, Operation>)) {
+        const schema = operation.responses['200']?.content?.['application/json']?.schema;
+        const repositoryIndex = template === '/v2/repository/index';
+        if (schema === undefined || (method !== 'get' && !repositoryIndex) || template.includes('{region_name}') || template.startsWith('/v1/models/')) continue;
+        const path = template.replace('{model_name}', 'add_sub').replace('{model_version}', '1');
+        // The key of the restricted group (the repository, and OpenAI's model list) goes with every request.
+        const headers = { 'admin-key': 'secret' };
+        const res = await fetch(`${base}${path}`, repositoryIndex ? { method: 'POST', body: '{}', headers } : { headers });
+        expect({ path, status: res.status }).toEqual({ path, status: 200 });
+        const validate = schemaValidator(document, schema);
+        const answer: unknown = await res.json();
+        expect({ path, valid: validate(answer), errors: validate.errors ?? null }).toEqual({ path, valid: true, errors: null });
+        checked.push(path);
+      }
+    }
+    expect(checked).toEqual(expect.arrayContaining(['/v2', '/v2/models/add_sub', '/v2/models/add_sub/versions/1/config', '/v2/models/stats', '/v2/logging', '/v2/trace/setting', '/v2/systemsharedmemory/status', '/v2/repository/index', '/v1/models']));
   });
 
   it.each(MODELS)('%s: its document is valid OpenAPI 3.1 and its example is answered 200 as documented', async (model) => {
