@@ -81,8 +81,10 @@ describe('the API reference page in Chromium', () => {
     await page.close();
   });
 
-  it("asks for a restricted metadata group's key, then loads the model's document with it", async () => {
-    const restricted = track(new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent', exitTimeoutSeconds: 5, httpRestrictedApi: 'metadata:meta-key=s3cret' }));
+  it("asks for a restricted metadata group's key, then loads the model's document with it; Authorize sends another group's", async () => {
+    const restricted = track(
+      new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent', exitTimeoutSeconds: 5, httpRestrictedApi: 'metadata:meta-key=s3cret;inference:infer-key=k2' }),
+    );
     try {
       bindOpenApiModels(restricted);
       await restricted.run();
@@ -98,6 +100,17 @@ describe('the API reference page in Chromium', () => {
       await metadata.locator('.opblock-summary').click();
       await metadata.locator('button.execute').click();
       await metadata.locator('.live-responses-table .response-col_status', { hasText: '200' }).waitFor();
+
+      // The inference group's key, entered under Authorize, goes with the infer request.
+      await page.locator('.auth-wrapper button.authorize').click();
+      const scheme = page.locator('.dialog-ux .auth-container', { hasText: 'header_infer-key' });
+      await scheme.locator('input').fill('k2');
+      await scheme.locator('button.authorize').click();
+      await page.locator('.dialog-ux button.close-modal').click();
+      const infer = page.locator('.opblock-post').filter({ has: page.locator('.opblock-summary-path', { hasText: /^\/v2\/models\/plain\/infer$/ }) });
+      await infer.locator('.opblock-summary').click();
+      await infer.locator('button.execute').click();
+      await infer.locator('.live-responses-table .response-col_status', { hasText: '200' }).waitFor();
       await page.close();
     } finally {
       await restricted.stop();
