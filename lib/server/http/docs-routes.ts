@@ -3,7 +3,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { toTritonError, tritonError } from '../../base/errors';
 import { docsPage, PAGE_CSP, PageAssets } from '../openapi/docs-page';
 import { OpenApiDocuments } from '../openapi/openapi-documents';
-import { modelPath } from '../openapi/model-document';
+import { modelPath } from '../../protocol/model-path';
 import type { ServerCore } from '../server-core';
 import { negotiateEncoding } from './body';
 import { decodeSegment } from './request-target';
@@ -13,7 +13,7 @@ import { sendError } from './send-error';
  * The documents' routes, at MLServer's paths: `/v2/docs` and `/v2/models/{m}/docs` (the reference page),
  * `.../docs/dataplane.json` (the OpenAPI document), `/v2/docs/assets/{file}` (the page's files).
  */
-export const DOCS_ROUTE = /^\/v2(?:\/models\/([^/]+))?\/docs(?:\/(dataplane\.json)|\/assets\/([^/]+))?$/;
+const DOCS_ROUTE = /^\/v2(?:\/models\/([^/]+))?\/docs(?:\/(dataplane\.json)|\/assets\/([^/]+))?$/;
 
 /**
  * Serves the OpenAPI documents and their page (`openapiDocs`), from the models as the core (or this front-end

@@ -5,7 +5,7 @@ import { TritonError } from '../../base/errors';
 import { PAGE_SCRIPT } from './page-script';
 
 /** Where the page's files are served: `/v2/docs/assets/<file>`. */
-export const ASSETS_PATH = '/v2/docs/assets/';
+const ASSETS_PATH = '/v2/docs/assets/';
 
 /**
  * The content security policy of the page and its files: scripts, styles, images and requests from this server
@@ -92,7 +92,7 @@ function loadAssets(): Map<string, PageAsset> {
  *
  * @throws TritonError `INTERNAL` when neither the build's copy nor the swagger-ui-dist package is there.
  */
-export function swaggerUiDir(): string {
+function swaggerUiDir(): string {
   const copied = path.join(__dirname, 'swagger-ui');
   if (fs.existsSync(path.join(copied, SWAGGER_UI_FILES[0]))) return copied;
   try {

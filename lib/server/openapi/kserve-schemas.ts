@@ -7,7 +7,7 @@ import type { JsonSchema } from './json-schema';
  */
 
 /** Triton's error body. */
-export const ERROR_SCHEMA: JsonSchema = { type: 'object', required: ['error'], properties: { error: { type: 'string' } } };
+const ERROR_SCHEMA: JsonSchema = { type: 'object', required: ['error'], properties: { error: { type: 'string' } } };
 
 /** One tensor of a model's metadata: `-1` for the batch dimension and each variable dim. */
 const TENSOR_METADATA: JsonSchema = {

@@ -1,4 +1,5 @@
 import type { ModelView } from '../../model/model-view';
+import { modelPath } from '../../protocol/model-path';
 import { exampleRequest } from './example-request';
 import { INFER_ERRORS } from './error-responses';
 import { jsonContent, ref, type JsonSchema, type OpenApiDocument } from './json-schema';
@@ -6,11 +7,6 @@ import { INFERENCE_HEADER, inferRequest, inferResponse, KSERVE_SCHEMAS } from '.
 import { emptyAnswer, pathParameter, PathsBuilder } from './operations';
 import type { DocumentSecurity } from './security';
 import { dataComponents, inputSchema, outputSchema, shapeText } from './tensor-schemas';
-
-/** The path of a model's routes, its name %-encoded as a path segment. */
-export function modelPath(name: string): string {
-  return `/v2/models/${encodeURIComponent(name)}`;
-}
 
 /**
  * The OpenAPI 3.1 document of one model (`GET /v2/models/{m}/docs/dataplane.json`), from the same description the

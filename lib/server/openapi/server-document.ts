@@ -1,10 +1,10 @@
 import type { ModelView } from '../../model/model-view';
+import { modelPath } from '../../protocol/model-path';
 import type { ApiGroup } from '../restricted-api';
 import type { ServerMetadata } from '../server-core';
 import { INFER_ERRORS } from './error-responses';
 import { jsonContent, ref, type OpenApiDocument, type OpenApiObject } from './json-schema';
 import { INFERENCE_HEADER, KSERVE_SCHEMAS, SERVER_SCHEMAS } from './kserve-schemas';
-import { modelPath } from './model-document';
 import { emptyAnswer, pathParameter, PathsBuilder, type OperationSpec } from './operations';
 import type { DocumentSecurity } from './security';
 

@@ -9,7 +9,7 @@ import { ref, type JsonSchema } from './json-schema';
  */
 
 /** The name of the schema of the `data` arrays of one datatype (of an input, or of an output), in `components.schemas`. */
-export function dataSchemaName(dtype: DataType, output: boolean): string {
+function dataSchemaName(dtype: DataType, output: boolean): string {
   return `Data${dtype}${output ? 'Output' : ''}`;
 }
 
@@ -17,7 +17,7 @@ export function dataSchemaName(dtype: DataType, output: boolean): string {
  * One element of `data` of `dtype`: integers within the datatype's range, numbers for FP32/FP64 (and `null`, how the
  * server writes a non-finite output), booleans for BOOL, strings for BYTES. FP16 and BF16 have no JSON form.
  */
-export function elementSchema(dtype: DataType, output: boolean): JsonSchema {
+function elementSchema(dtype: DataType, output: boolean): JsonSchema {
   const row = DTYPES[dtype];
   switch (row.json) {
     case 'bool':
@@ -41,7 +41,7 @@ export function elementSchema(dtype: DataType, output: boolean): JsonSchema {
  * The `data` arrays of `dtype` as a component: flat or nested to any depth, row-major; undefined for FP16 and BF16,
  * which travel as binary data only.
  */
-export function dataSchema(dtype: DataType, output: boolean): JsonSchema | undefined {
+function dataSchema(dtype: DataType, output: boolean): JsonSchema | undefined {
   const element = elementSchema(dtype, output);
   if (element === false) return undefined;
   return { type: 'array', items: { anyOf: [element, ref(dataSchemaName(dtype, output))] }, description: `${dtype} elements, row-major, flat or nested` };
@@ -51,7 +51,7 @@ export function dataSchema(dtype: DataType, output: boolean): JsonSchema | undef
  * The `shape` of a tensor of `spec`: the batch dimension first (1 to `maxBatchSize`) when the model batches, then each
  * dim as the model declares it (`-1`: any size).
  */
-export function shapeSchema(spec: NamedTensorSpec, maxBatchSize: number): JsonSchema {
+function shapeSchema(spec: NamedTensorSpec, maxBatchSize: number): JsonSchema {
   const dims: JsonSchema[] = spec.shape.map((d) => (d < 0 ? { type: 'integer', minimum: 0 } : { const: d }));
   if (maxBatchSize > 0) dims.unshift({ type: 'integer', minimum: 1, maximum: maxBatchSize, description: 'the batch size' });
   return { type: 'array', prefixItems: dims, items: false, minItems: dims.length, maxItems: dims.length, description: `[${shapeText(spec, maxBatchSize)}]` };
