@@ -5,6 +5,7 @@
 #   - perf_analyzer: the binary shipped in tritonclient 2.51.0's wheel (the newest that runs on glibc 2.36),
 #     in its own venv so that the tritonclient above stays current; it needs libb64 from Debian and the
 #     CUDA runtime library from PyPI to load, though it runs on CPU-only machines.
+#   - chromium (Debian's), for the API reference page's browser test.
 set -euo pipefail
 PA_VENV=${PA_VENV:-/opt/perf_analyzer}
 
@@ -36,6 +37,13 @@ WRAP
   chmod +x "$bin_dir/perf_analyzer"
 fi
 perf_analyzer --version
+
+# The OpenAPI page's browser test: Debian's headless Chromium, driven by playwright-core (no browser download).
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends chromium >/dev/null
+fi
 
 # The deployment tests' tools: podman, helm, kubeconform, haproxy, ... (scripts/install-deploy-tools.sh).
 bash "$(dirname "$0")/install-deploy-tools.sh"

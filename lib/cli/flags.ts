@@ -3,7 +3,7 @@ import { SERVER_SETTINGS, SETTING_KEYS, type SettingKey } from '../config/server
 import { envName, flagName, HELP_SECTIONS, type HelpSection, type SettingSpec } from '../config/setting-spec';
 
 /** The commands of the `tstriton` command line. */
-export const COMMANDS = ['serve', 'config'] as const;
+export const COMMANDS = ['serve', 'config', 'openapi'] as const;
 /** A command of the `tstriton` command line. */
 export type Command = (typeof COMMANDS)[number];
 
@@ -39,6 +39,8 @@ export interface FlagSpec {
 
 const SERVE: readonly Command[] = ['serve'];
 const BOTH: readonly Command[] = ['serve', 'config'];
+/** `tstriton openapi` describes what `serve` would serve: it takes these flags of `serve` too. */
+const OPENAPI_TAKES: ReadonlySet<string> = new Set(['module', 'model-repository', 'http-restricted-api', 'openai', 'openai-api-key']);
 
 /** A flag that the commands read themselves, with the `--help` section that lists it. */
 interface CommandFlag extends Omit<FlagSpec, 'field'> {
@@ -52,6 +54,7 @@ interface CommandFlag extends Omit<FlagSpec, 'field'> {
  */
 const COMMAND_FLAGS: readonly CommandFlag[] = [
   { name: 'module', kind: 'string', repeatable: true, default: 'none', commands: SERVE, section: 'serve', placeholder: 'file', summary: 'bind the models of a .ts/.js module: its default export (or `bind`) is called with the server' },
+  { name: 'model', kind: 'string', default: "none: the server's document", commands: ['openapi'], section: 'serve', placeholder: 'name', summary: "openapi: print this model's OpenAPI document rather than the server's" },
   { name: 'name', kind: 'string', default: 'the file name without .onnx', commands: BOTH, section: 'onnx', first: true, summary: 'model name of the .onnx file' },
   { name: 'max-batch-size', kind: 'integer', default: '4 (0 when the model cannot batch)', commands: BOTH, section: 'onnx', first: true, placeholder: 'n', summary: 'largest batch of the .onnx model' },
   { name: 'instances', kind: 'integer', default: '1', commands: BOTH, section: 'onnx', first: true, placeholder: 'n', summary: 'CPU instances (worker threads) of the .onnx model' },
@@ -89,9 +92,14 @@ function settingFlag(field: SettingKey, setting: SettingSpec): FlagSpec {
 export const FLAGS: readonly FlagSpec[] = HELP_SECTIONS.flatMap((section) => {
   const own = COMMAND_FLAGS.filter((f) => f.section === section);
   const settings = SETTING_KEYS.filter((key) => SERVER_SETTINGS[key].section === section).map((key) => settingFlag(key, SERVER_SETTINGS[key]));
-  const strip = ({ first: _first, ...flag }: CommandFlag): FlagSpec => flag;
-  return [...own.filter((f) => f.first).map(strip), ...settings, ...own.filter((f) => !f.first).map(strip)];
+  const strip = ({ first: _first, ...flag }: CommandFlag): FlagSpec => withOpenApi(flag);
+  return [...own.filter((f) => f.first).map(strip), ...settings.map(withOpenApi), ...own.filter((f) => !f.first).map(strip)];
 });
+
+/** A flag, with `openapi` among its commands when that command takes it too. */
+function withOpenApi(flag: FlagSpec): FlagSpec {
+  return OPENAPI_TAKES.has(flag.name) && !flag.commands.includes('openapi') ? { ...flag, commands: [...flag.commands, 'openapi'] } : flag;
+}
 
 /** A flag's value as parsed: a list for a repeatable flag. */
 export type FlagValue = string | number | boolean | string[];

@@ -9,11 +9,13 @@ const USAGE: Record<Command | 'main', string> = {
     'Commands:',
     '  serve    serve model repositories, modules and .onnx files over HTTP and gRPC (KServe v2)',
     '  config   print the config.pbtxt of an .onnx file',
+    '  openapi  print the OpenAPI document of the server, or of one model (--model), without serving',
     '',
     '  tstriton serve --model-repository ./models',
     '  tstriton serve model.onnx --max-batch-size 8',
     '  tstriton serve --module ./models.ts',
     '  tstriton config model.onnx > models/model/config.pbtxt',
+    '  tstriton openapi --module ./models.ts --model add_sub > add_sub.json',
     '',
     'Every server flag can also come from its TSTRITON_* variable; a flag wins over the variable.',
     'Run `tstriton --help` for every flag, by section, or `tstriton <command> --help` for the flags of a command.',
@@ -30,6 +32,14 @@ const USAGE: Record<Command | 'main', string> = {
     '',
     'Prints the config.pbtxt tstriton derives for an .onnx file, to start a model repository from it:',
     '  tstriton config model.onnx > models/model/config.pbtxt',
+  ].join('\n'),
+  openapi: [
+    'Usage: tstriton openapi [--model name] [--module file ... | --model-repository dir ...]',
+    '',
+    'Prints the OpenAPI 3.1 document the server would serve at /v2/docs/dataplane.json, or with --model the one',
+    'of that model (/v2/models/{name}/docs/dataplane.json), loading the models but serving nothing; for client',
+    'generators such as openapi-typescript:',
+    '  tstriton openapi --module ./models.ts --model add_sub > add_sub.json && npx openapi-typescript add_sub.json',
   ].join('\n'),
 };
 

@@ -38,6 +38,11 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
         process.stdout.write(await configText(args));
         return 0;
       }
+      case 'openapi': {
+        const { openapiText } = await import('./openapi-command');
+        process.stdout.write(await openapiText(args, env));
+        return 0;
+      }
       case 'serve': {
         const { serve } = await import('./serve');
         return await serve(args, env);

@@ -25,6 +25,7 @@ import type {
 import { guardedStream, type WireStream } from './guarded-stream';
 import { httpError, httpExchange, requestFor, type HttpAnswer } from './http-exchange';
 import { serverSentEvents } from './server-sent-events';
+import { modelPath } from '../protocol/model-path';
 
 /** KServe v2 over HTTP, with every tensor in the binary tensor extension (no JSON numbers on the wire). */
 export class HttpClientTransport implements ClientTransport {
@@ -159,10 +160,6 @@ export class HttpClientTransport implements ClientTransport {
     if (answer.status !== 200) throw httpError(answer);
     return answer;
   }
-}
-
-function modelPath(name: string, version: string): string {
-  return `/v2/models/${encodeURIComponent(name)}${version ? `/versions/${encodeURIComponent(version)}` : ''}`;
 }
 
 function json(answer: HttpAnswer): unknown {

@@ -202,6 +202,13 @@ export const SERVER_SETTINGS = {
   /** Deepest JSON nesting accepted in a request (Triton: 100). */
   jsonMaxDepth: { type: 'integer', default: 100, min: 1,
     section: 'http', triton: false, placeholder: 'n', help: 'deepest JSON nesting accepted in a request' },
+  /**
+   * Serve the OpenAPI documents of the HTTP API and of each model, and their interactive reference page, at
+   * MLServer's paths: `/v2/docs`, `/v2/docs/dataplane.json`, `/v2/models/{m}/docs[/dataplane.json]`
+   * (docs/openapi.md). Off, every docs path answers 404.
+   */
+  openapiDocs: { type: 'boolean', default: true,
+    section: 'http', triton: false, help: 'serve the OpenAPI documents and the API reference page at /v2/docs and /v2/models/{m}/docs' },
   /** Serve HTTP over TLS (HTTPS) with `httpServerCert` and `httpServerKey`; Triton needs a proxy for this. */
   httpUseSsl: { type: 'boolean', default: false,
     section: 'http', triton: false, help: 'serve HTTPS' },

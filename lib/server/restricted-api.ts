@@ -90,6 +90,9 @@ export function grpcRestrictedError(header: string): TritonError {
   return new TritonError('RESTRICTED', `This protocol is restricted, expecting header '${header}'`);
 }
 
+/** `/v2/models/{m}/docs`: a model's API reference page. */
+const MODEL_DOCS_PAGE = /^\/v2\/models\/[^/]+\/docs$/;
+
 /**
  * The API group of an HTTP request path (matched case-insensitively, as the router matches), or undefined
  * for paths that are not Triton's (users' own routes, 404s).
@@ -104,6 +107,9 @@ export function httpApiGroup(path: string): ApiGroup | undefined {
   if (p.startsWith('/v2/logging')) return 'logging';
   if (p.startsWith('/v2/trace') || p.endsWith('/trace/setting')) return 'trace';
   if (!p.startsWith('/v2/models')) return undefined;
+  // A model's reference page is open (its document, `.../docs/dataplane.json`, is metadata): a browser cannot send
+  // the header when it opens it, and the page asks for the key itself.
+  if (MODEL_DOCS_PAGE.test(p)) return undefined;
   if (p === '/v2/models/stats' || p.endsWith('/stats')) return 'statistics';
   if (p.endsWith('/infer') || p.endsWith('/generate') || p.endsWith('/generate_stream')) return 'inference';
   if (p.endsWith('/ready')) return 'health';

@@ -5,7 +5,8 @@ import { JsonFloats } from './lossless-json';
 import { elementCount, type Tensor } from './tensor';
 import { describeValue } from './wire-value';
 
-const INT_RANGES: Partial<Record<DataType, readonly [bigint, bigint]>> = {
+/** The range of each integer datatype, as its JSON data must keep to it. */
+export const INT_RANGES: Partial<Record<DataType, readonly [bigint, bigint]>> = {
   UINT8: [0n, 0xffn],
   UINT16: [0n, 0xffffn],
   UINT32: [0n, 0xffffffffn],

@@ -3,6 +3,7 @@ import express, { type Express, type NextFunction, type Router } from 'express';
 import { TritonError, toTritonError, tritonError } from '../../base/errors';
 import type { ServerCore } from '../server-core';
 import { readJsonObject } from './body';
+import { docsRoutes } from './docs-routes';
 import { handleGenerate } from './generate';
 import { handleRepository, REPOSITORY_ROUTE } from './repository-routes';
 import { decodeSegment } from './request-target';
@@ -21,7 +22,7 @@ export type EscapedError = (err: unknown, req: http.IncomingMessage, res: http.S
 
 /**
  * The KServe v2 routes other than POST `/infer` (health, metadata, the model routes, `generate`, trace and logging
- * settings, the repository and shared-memory extensions, statistics), then users' routes on `router`, then Triton's
+ * settings, the repository and shared-memory extensions, statistics, the OpenAPI documents), then users' routes on `router`, then Triton's
  * 404; as an express app, which answers what a route throws in Triton's form through `escaped`.
  */
 export function kserveRoutes(core: ServerCore, router: Router, escaped: EscapedError): Express {
@@ -41,6 +42,9 @@ export function kserveRoutes(core: ServerCore, router: Router, escaped: EscapedE
     if (req.method !== 'GET') return methodNotAllowed(res);
     res.json(core.metadata());
   });
+
+  // MLServer's paths, before the model routes (whose pattern they do not match anyway).
+  if (core.config.openapiDocs) app.use(docsRoutes(core));
 
   serveJson(app, TRACE_ROUTE, async (m, req) => {
     const model = m[1] === undefined ? undefined : decodeSegment(m[1]);
