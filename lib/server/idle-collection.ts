@@ -1,4 +1,5 @@
-import { getHeapStatistics } from 'node:v8';
+import { getHeapStatistics, setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 
 /** A thread's heap as the idle collection reads it, and the full collection it asks for. */
 export interface CollectableHeap {
@@ -7,7 +8,7 @@ export interface CollectableHeap {
    * the thread has run so far (µs), where Node tells it (`process.threadCpuUsage`, Node 23.9 and later).
    */
   stats(): { readonly used: number; readonly committed: number; readonly cpuMicros?: number };
-  /** A full, memory-reducing collection; resolves false where this Node cannot run one (no inspector). */
+  /** A full, memory-reducing collection; resolves false where this Node cannot run one. */
   collect(): Promise<boolean>;
 }
 
@@ -36,8 +37,8 @@ const QUIET_BYTES = 1024 * 1024;
  * moved by 1 MiB or more); quiet otherwise. Requests in flight come first: a front-end thread waiting on a core
  * that works through a backlog runs little and allocates much. On the first quiet look after a busy one, if the
  * committed heap has reached `thresholdBytes` or more above the thread's idle size (the least a full collection
- * left it at, or what it used at the start) since the last collection, it runs one: the inspector's
- * `HeapProfiler.collectGarbage`, which also empties the pool. A steady load never looks quiet, so it is never
+ * left it at, or what it used at the start) since the last collection, it runs one: V8's full, memory-reducing
+ * collection, which also empties the pool. A steady load never looks quiet, so it is never
  * paused for this; a burst costs one collection once it is over; a thread that stays quiet is not collected again
  * until it has worked.
  */
@@ -111,7 +112,31 @@ export class IdleCollection {
   }
 }
 
-/** This thread's V8 heap, collected through the inspector (Node's public way to ask for a full collection). */
+/** V8's `gc` function for this thread; null where this Node does not give it. */
+let fullCollection: ((options: object) => unknown) | null | undefined;
+
+/**
+ * V8's own `gc` function, taken from a context made while `--expose-gc` is set, and the flag unset again, so that no
+ * other context (the user's code, a worker started later) sees a global `gc`.
+ */
+function v8Collection(): ((options: object) => unknown) | null {
+  if (fullCollection !== undefined) return fullCollection;
+  try {
+    setFlagsFromString('--expose-gc');
+    fullCollection = runInNewContext('gc') as (options: object) => unknown;
+  } catch {
+    fullCollection = null;
+  } finally {
+    setFlagsFromString('--no-expose-gc');
+  }
+  return typeof fullCollection === 'function' ? fullCollection : (fullCollection = null);
+}
+
+/**
+ * This thread's V8 heap, collected by V8's `gc` (`flavor: 'last-resort'`: the full, memory-reducing collection
+ * that also returns the pooled pages). Not through the inspector: a thread whose inspector had run one
+ * collection spent 1.3-1.7x the CPU per request afterwards (bench:cores, docs/threads.md "Memory").
+ */
 const v8Heap: CollectableHeap = {
   stats() {
     const s = getHeapStatistics();
@@ -119,21 +144,9 @@ const v8Heap: CollectableHeap = {
     return { used: s.used_heap_size, committed: s.total_heap_size, cpuMicros: cpu && cpu.user + cpu.system };
   },
   collect() {
-    let inspector: typeof import('node:inspector');
-    try {
-      // A Node built without the inspector throws here: the thread then keeps V8's own schedule.
-      inspector = process.getBuiltinModule('node:inspector') as typeof import('node:inspector');
-    } catch {
-      return Promise.resolve(false);
-    }
-    const session = new inspector.Session();
-    session.connect();
-    return new Promise((resolve) => {
-      session.post('HeapProfiler.collectGarbage', (err) => {
-        // Not from within the answer: disconnecting there never returns.
-        setImmediate(() => session.disconnect());
-        resolve(err === null);
-      });
-    });
+    const gc = v8Collection();
+    if (gc === null) return Promise.resolve(false);
+    gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+    return Promise.resolve(true);
   },
 };
