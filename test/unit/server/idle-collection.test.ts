@@ -34,7 +34,7 @@ type Look = [used: number, committed: number, collects: boolean];
 
 /** Starts a collection with a threshold of 64 MB on a heap at 20 MB used, 30 MB committed, then takes `looks`. */
 async function run(looks: Look[], heap = new FakeHeap()): Promise<boolean[]> {
-  const collection = new IdleCollection(64 * MB, () => heap.inFlight, heap);
+  const collection = new IdleCollection(64 * MB, () => heap.inFlight, heap, 1);
   collection.start();
   collection.stop();
   const out: boolean[] = [];
@@ -86,7 +86,7 @@ describe('IdleCollection', () => {
 
   it('measures growth from the idle size, not from a collection that found the thread still holding a burst', async () => {
     const heap = new FakeHeap();
-    const collection = new IdleCollection(64 * MB, () => heap.inFlight, heap);
+    const collection = new IdleCollection(64 * MB, () => heap.inFlight, heap, 1);
     collection.start();
     collection.stop();
     // A quiet moment in the middle of a flood: the collection leaves 80 MB held by requests in flight.
@@ -105,7 +105,7 @@ describe('IdleCollection', () => {
   it("knows a quiet thread by its CPU time where Node tells it, whatever V8's sweepers do to the heap in use meanwhile", async () => {
     const heap = new FakeHeap();
     heap.cpuMicros = 0;
-    const collection = new IdleCollection(64 * MB, () => heap.inFlight, heap);
+    const collection = new IdleCollection(64 * MB, () => heap.inFlight, heap, 1);
     collection.start();
     collection.stop();
     const look = (used: number, committed: number, cpuMs: number) => {
@@ -125,7 +125,7 @@ describe('IdleCollection', () => {
     const heap = new FakeHeap();
     heap.cpuMicros = 0;
     heap.inFlight = 50_000;
-    const collection = new IdleCollection(64 * MB, () => heap.inFlight, heap);
+    const collection = new IdleCollection(64 * MB, () => heap.inFlight, heap, 1);
     collection.start();
     collection.stop();
     const look = (used: number, committed: number, cpuMs: number, inFlight: number) => {
@@ -143,12 +143,31 @@ describe('IdleCollection', () => {
     // A new front-end thread: 14 MB used, 32 MB committed. A burst takes it to 41 MB committed, 27 MB over its idle size.
     const heap = new FakeHeap();
     Object.assign(heap, { used: 14 * MB, committed: 32 * MB });
-    const collection = new IdleCollection(16 * MB, () => heap.inFlight, heap);
+    const collection = new IdleCollection(16 * MB, () => heap.inFlight, heap, 1);
     collection.start();
     collection.stop();
     Object.assign(heap, { used: 38 * MB, committed: 41 * MB });
     expect(await collection.check()).toBe(false);
     expect(await collection.check()).toBe(true);
+  });
+
+  it('waits for ten quiet looks in a row, and counts again from a busy one', async () => {
+    const heap = new FakeHeap();
+    const collection = new IdleCollection(64 * MB, () => heap.inFlight, heap);
+    collection.start();
+    collection.stop();
+    const looks: boolean[] = [];
+    const look = async (used: number, committed: number) => {
+      heap.used = used * MB;
+      heap.committed = committed * MB;
+      looks.push(await collection.check());
+    };
+    await look(200, 300); // busy: the burst
+    for (let i = 0; i < 5; i++) await look(200, 300); // quiet for five looks
+    await look(400, 500); // busy again
+    for (let i = 0; i < 10; i++) await look(400, 500);
+    expect(looks.indexOf(true)).toBe(16);
+    expect(looks.filter(Boolean)).toHaveLength(1);
   });
 
   it('stops looking where a collection cannot be run', async () => {
@@ -159,7 +178,7 @@ describe('IdleCollection', () => {
   });
 
   it("collects this thread's V8 heap with V8's own gc, garbage and all, and leaves no global gc behind", async () => {
-    const collection = new IdleCollection(16 * MB, () => 0);
+    const collection = new IdleCollection(16 * MB, () => 0, undefined, 1);
     collection.start();
     collection.stop();
     // A burst: 100 MB held for a while (so that it reaches the old generation and the heap grows), then let go.
