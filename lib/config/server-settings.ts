@@ -118,16 +118,15 @@ export const SERVER_SETTINGS = {
   incrementalMarkingHardTrigger: { type: 'integer', default: 95, min: 0, max: 100,
     section: 'server', triton: false, placeholder: 'percent', help: "past this much, V8 starts marking at once; 0 for V8's rule" },
   /**
-   * A thread of the server (the core thread, each front-end thread) that goes quiet with its heap grown this many
-   * MB since its last full garbage collection runs one, which gives back to the system what a burst of requests
-   * left. V8 would keep it: an idle thread's memory reducer finds the allocation rate high for as long as it idles
-   * and collects only on its watchdog, 100 s after the last full collection, so RSS stays at the burst's peak and
-   * the next burst climbs higher (docs/threads.md, "Memory"). A steady load never goes quiet and is never paused
-   * for it. 0, the default, leaves it to V8: with 16, bench:cores measured more CPU per request on the threaded
-   * path (docs/performance.md), so it is for a server whose memory matters more than its throughput.
+   * A thread of the server (the core thread, each front-end thread) that has been quiet for ten seconds with its
+   * heap grown this many MB since its last full garbage collection runs one, which gives back to the system what a
+   * burst of requests left. V8 would keep it: an idle thread's memory reducer finds the allocation rate high for as
+   * long as it idles and collects only on its watchdog, 100 s after the last full collection, so RSS stays at the
+   * burst's peak and the next burst climbs higher (docs/threads.md, "Memory"). A steady load never goes quiet and
+   * is never paused for it. 0 leaves it to V8.
    */
-  idleCollectionMegabytes: { type: 'integer', default: 0, min: 0,
-    section: 'server', triton: false, placeholder: 'MB', help: 'a thread that goes quiet with its heap grown this much since its last full collection runs one; 0 (the default) leaves it to V8' },
+  idleCollectionMegabytes: { type: 'integer', default: 16, min: 0,
+    section: 'server', triton: false, placeholder: 'MB', help: 'a thread quiet for 10 s with its heap grown this much since its last full collection runs one; 0 leaves it to V8' },
 
   // Response cache and trace.
   /**
@@ -182,10 +181,11 @@ export const SERVER_SETTINGS = {
    * The young generation of each front-end thread's heap, in MB (V8 counts three semi-spaces: two for the
    * scavenger, one for new large objects). A front-end thread's objects live for one request, so a small young
    * generation costs it little; V8 in Node 24 grows every heap's semi-spaces up to 64 MB under load and keeps them,
-   * 192 MB a thread after a burst (docs/threads.md, "Memory"). 48 is Node 20's size. 0 leaves it to V8, as does
-   * `--max-semi-space-size` given to node.
+   * 192 MB a thread after a burst (docs/threads.md, "Memory"). 48, the default, is Node 20's size; bench:cores
+   * measured the same CPU per request with it as with V8's. 0 leaves it to V8, as does `--max-semi-space-size`
+   * given to node.
    */
-  httpThreadYoungGenerationMegabytes: { type: 'integer', default: 0, min: 0,
+  httpThreadYoungGenerationMegabytes: { type: 'integer', default: 48, min: 0,
     section: 'http', triton: false, placeholder: 'MB', help: "young generation of each front-end thread's heap; 0 leaves it to V8" },
   /**
    * Triton's `--http-restricted-api`: `<api>[,<api>...]:<header>=<value>`, several separated by `;`. Requests to
