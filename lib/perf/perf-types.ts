@@ -136,4 +136,6 @@ export interface PerfProgress {
   readonly load: PerfLoad;
   readonly trial: number;
   readonly requestsSoFar: number;
+  /** Set on the report that ends a step: what the step measured. */
+  readonly step?: PerfStep;
 }

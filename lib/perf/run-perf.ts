@@ -11,6 +11,7 @@ import { createTransport } from '../client/create-transport';
 import type { ClientTransport } from '../client/client-transport';
 import type { ConnectionTarget } from './connection-target';
 import { LoadPool } from './load-pool';
+import { PERF_DEFAULTS } from './perf-defaults';
 import type { StepRequests } from './load-messages';
 import { modelInputs, requestInputs, type ModelInputs } from './perf-inputs';
 import { encodeRequest, type RequestFrame, type RequestInput } from './perf-requests';
@@ -18,13 +19,6 @@ import type { PerfLoad, PerfOptions, PerfProgress, PerfReport, PerfStep } from '
 import { isStable, mergeWindows, STABILITY_WINDOWS, type PerfWindow } from './perf-window';
 import { statsSnapshot, type StatsSnapshot } from './server-stats';
 
-/** perf_analyzer's defaults. */
-export const PERF_DEFAULTS = {
-  measurementIntervalMs: 5000,
-  stabilityPercentage: 10,
-  maxTrials: 10,
-  sequenceLength: 20,
-} as const;
 
 /** How long set-up calls (metadata, config, statistics) may take. */
 const CALL_TIMEOUT_MS = 10_000;
@@ -76,7 +70,9 @@ export async function runPerf(options: PerfOptions, onProgress?: (p: PerfProgres
       const requests = stepRequests(model, load, frame, requestInputsList, options);
       const progress = onProgress && ((trial: number, requestsSoFar: number) => onProgress({ stepIndex, stepCount: options.loads.length, load, trial, requestsSoFar }));
       const step = await measureStep(pool, load, requests, readStats, batchSize, options, progress);
-      if (step) steps.push(step);
+      if (!step) break;
+      steps.push(step);
+      onProgress?.({ stepIndex, stepCount: options.loads.length, load, trial: 0, requestsSoFar: step.requests, step });
     }
     return { target, batchSize, steps };
   } finally {
