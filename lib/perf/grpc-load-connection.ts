@@ -1,37 +1,45 @@
-import * as grpc from '@grpc/grpc-js';
+/**
+ * gRPC for the load threads on node:http2 directly: a request is one HTTP/2 stream carrying the pre-serialized
+ * ModelInferRequest in gRPC's length-prefixed framing, and its answer is read only as far as its status (the
+ * `grpc-status` trailer). grpc-js's call machinery costs several times the CPU per call, which would make the
+ * client, not the server, the bound.
+ */
+import * as http2 from 'node:http2';
+import * as net from 'node:net';
 import type { ConnectionTarget } from './connection-target';
 import type { LoadConnection } from './load-connection';
 
 const INFER_PATH = '/inference.GRPCInferenceService/ModelInfer';
 const STREAM_INFER_PATH = '/inference.GRPCInferenceService/ModelStreamInfer';
+/** gRPC's message prefix: a compression flag byte and a 4-byte big-endian length. */
+const PREFIX_BYTES = 5;
+const MAX_ERROR_TEXT = 300;
 
-/** Requests are serialized ModelInferRequest messages already; answers are only checked, never decoded. */
-const asIs = (b: Buffer): Buffer => b;
+/** gRPC status names by code, for messages. */
+const STATUS_NAMES = ['OK', 'CANCELLED', 'UNKNOWN', 'INVALID_ARGUMENT', 'DEADLINE_EXCEEDED', 'NOT_FOUND', 'ALREADY_EXISTS', 'PERMISSION_DENIED', 'RESOURCE_EXHAUSTED', 'FAILED_PRECONDITION', 'ABORTED', 'OUT_OF_RANGE', 'UNIMPLEMENTED', 'INTERNAL', 'UNAVAILABLE', 'DATA_LOSS', 'UNAUTHENTICATED'];
 
-/** A gRPC channel of a load thread, insecure or TLS, and the metadata its calls carry. */
+/** A message in gRPC's framing: uncompressed, with its length in front. */
+export function grpcFrame(message: Uint8Array): Buffer {
+  const framed = Buffer.allocUnsafe(PREFIX_BYTES + message.byteLength);
+  framed[0] = 0;
+  framed.writeUInt32BE(message.byteLength, 1);
+  framed.set(message, PREFIX_BYTES);
+  return framed;
+}
+
+/** One HTTP/2 connection of a load thread to a gRPC server, insecure or TLS, and the metadata its calls carry. */
 export class GrpcLoadChannel {
-  readonly client: grpc.Client;
-  readonly metadata: grpc.Metadata;
+  private session: http2.ClientHttp2Session | undefined;
+  private readonly headers: http2.OutgoingHttpHeaders;
 
-  constructor(target: ConnectionTarget) {
-    const t = target.tls;
-    const credentials = t
-      ? grpc.credentials.createSsl(pem(t.ca), pem(t.key), pem(t.cert))
-      : grpc.credentials.createInsecure();
-    this.client = new grpc.Client(`${target.host}:${target.port}`, credentials, {
-      'grpc.max_receive_message_length': -1,
-      'grpc.max_send_message_length': -1,
-    });
-    this.metadata = new grpc.Metadata();
-    for (const [k, v] of Object.entries(target.metadata ?? {})) this.metadata.set(k, v);
+  constructor(private readonly target: ConnectionTarget) {
+    this.headers = { 'content-type': 'application/grpc', te: 'trailers', ...target.metadata };
   }
 
   /** A connection that sends each request as its own ModelInfer call on this channel. */
   unary(): LoadConnection {
     return {
-      send: (request, done) => {
-        this.client.makeUnaryRequest(INFER_PATH, asIs, asIs, request as Buffer, this.metadata, (err) => done(err ? `${grpc.status[err.code] ?? err.code}: ${err.details}` : undefined));
-      },
+      send: (request, done) => this.call(request, done),
       close: () => undefined,
     };
   }
@@ -41,21 +49,66 @@ export class GrpcLoadChannel {
     return new GrpcStreamConnection(this);
   }
 
-  close(): void {
-    this.client.close();
+  /** Opens a call to `path`; the HTTP/2 session is opened at the first call, and again after it ends. */
+  open(path: string): http2.ClientHttp2Stream {
+    return this.connected().request({ ...this.headers, ':method': 'POST', ':path': path }, { endStream: false });
   }
+
+  close(): void {
+    this.session?.close();
+    this.session = undefined;
+  }
+
+  /** A unary call: the framed request, then the status from the trailers (or a trailers-only answer's headers). */
+  private call(request: Uint8Array, done: (problem?: string) => void): void {
+    const stream = this.open(INFER_PATH);
+    let problem: string | undefined;
+    let status: string | undefined;
+    stream.on('response', (headers) => {
+      if (headers[':status'] !== 200) problem = `HTTP ${headers[':status']}`;
+      if (headers['grpc-status'] !== undefined) [status, problem] = callStatus(headers, problem);
+    });
+    stream.on('trailers', (trailers) => ([status, problem] = callStatus(trailers, problem)));
+    stream.on('data', () => undefined);
+    stream.on('error', (err) => (problem ??= err.message));
+    stream.on('close', () => done(problem ?? (status === undefined ? 'the call ended without a status' : undefined)));
+    stream.end(request);
+  }
+
+  private connected(): http2.ClientHttp2Session {
+    if (this.session && !this.session.closed && !this.session.destroyed) return this.session;
+    const { host, port } = this.target;
+    const t = this.target.tls;
+    const session = t
+      ? http2.connect(`https://${host}:${port}`, { ca: t.ca, cert: t.cert, key: t.key, rejectUnauthorized: t.verifyPeer })
+      : http2.connect(`http://${host}:${port}`, { createConnection: () => net.connect({ host, port, noDelay: true }) });
+    session.on('error', () => undefined); // each call reports its own failure
+    session.on('close', () => this.session === session && (this.session = undefined));
+    this.session = session;
+    return session;
+  }
+}
+
+/** The gRPC status of a call from its trailers: [the status, what was wrong (the earlier problem, if any, first)]. */
+function callStatus(trailers: http2.IncomingHttpHeaders, earlier: string | undefined): [string | undefined, string | undefined] {
+  const status = trailers['grpc-status'] as string | undefined;
+  if (status === undefined || status === '0') return [status, earlier];
+  const message = decodeURIComponent(String(trailers['grpc-message'] ?? '')).slice(0, MAX_ERROR_TEXT);
+  return [status, earlier ?? `${STATUS_NAMES[Number(status)] ?? status}: ${message}`];
 }
 
 /** One ModelStreamInfer stream carrying one request at a time; opened at the first request, and again after it ends. */
 class GrpcStreamConnection implements LoadConnection {
-  private call: grpc.ClientDuplexStream<Buffer, Buffer> | undefined;
+  private call: http2.ClientHttp2Stream | undefined;
   private done: ((problem?: string) => void) | undefined;
+  /** Bytes of a response message not yet complete. */
+  private buffered: Buffer | undefined;
 
   constructor(private readonly channel: GrpcLoadChannel) {}
 
   send(request: Uint8Array, done: (problem?: string) => void): void {
     this.done = done;
-    (this.call ?? this.open()).write(request as Buffer);
+    (this.call ?? this.open()).write(request);
   }
 
   close(): void {
@@ -64,19 +117,31 @@ class GrpcStreamConnection implements LoadConnection {
     call?.end();
   }
 
-  private open(): grpc.ClientDuplexStream<Buffer, Buffer> {
-    const call = this.channel.client.makeBidiStreamRequest(STREAM_INFER_PATH, asIs, asIs, this.channel.metadata);
-    call.on('data', (message: Buffer) => this.finish(streamError(message)));
-    call.on('error', (err: grpc.ServiceError) => {
-      if (this.call === call) this.call = undefined;
-      this.finish(`${grpc.status[err.code] ?? err.code}: ${err.details}`);
-    });
-    call.on('end', () => {
-      if (this.call === call) this.call = undefined;
-      this.finish('the server ended the stream');
+  private open(): http2.ClientHttp2Stream {
+    const call = this.channel.open(STREAM_INFER_PATH);
+    let ended: string | undefined;
+    call.on('data', (chunk: Buffer) => this.call === call && this.onData(chunk));
+    call.on('trailers', (trailers) => ([, ended] = callStatus(trailers, undefined)));
+    call.on('error', (err) => (ended ??= err.message));
+    call.on('close', () => {
+      if (this.call !== call) return;
+      this.call = undefined;
+      this.buffered = undefined;
+      this.finish(ended ?? 'the server ended the stream');
     });
     this.call = call;
     return call;
+  }
+
+  private onData(chunk: Buffer): void {
+    let data = this.buffered ? Buffer.concat([this.buffered, chunk]) : chunk;
+    while (data.length >= PREFIX_BYTES) {
+      const end = PREFIX_BYTES + data.readUInt32BE(1);
+      if (data.length < end) break;
+      this.finish(streamError(data.subarray(PREFIX_BYTES, end)));
+      data = data.subarray(end);
+    }
+    this.buffered = data.length > 0 ? data : undefined;
   }
 
   private finish(problem: string | undefined): void {
@@ -101,9 +166,5 @@ function streamError(message: Buffer): string | undefined {
     shift += 7;
     if (byte < 0x80) break;
   }
-  return length > 0 ? message.toString('utf8', pos + 1, pos + 1 + length) : undefined;
-}
-
-function pem(text: string | undefined): Buffer | null {
-  return text === undefined ? null : Buffer.from(text);
+  return length > 0 ? message.toString('utf8', pos + 1, pos + 1 + Math.min(length, MAX_ERROR_TEXT)) : undefined;
 }

@@ -108,6 +108,7 @@ export class LoadPool {
       this.workers.map(
         (worker, i) =>
           new Promise<void>((resolve) => {
+            if (this.dead[i] !== undefined) return resolve();
             worker.once('exit', () => resolve());
             this.send(i, { t: 'close' });
             // A thread whose connections do not let go in time is ended.

@@ -112,19 +112,13 @@ function collect(): void {
   firstError = undefined;
 }
 
-/** The requests as Buffers again (a Buffer crosses threads as a plain Uint8Array; grpc-js writes only Buffers). */
-function asBuffers(requests: StepRequests): StepRequests {
-  const view = (r: Uint8Array): Buffer => Buffer.from(r.buffer, r.byteOffset, r.byteLength);
-  return 'shared' in requests ? { shared: requests.shared.map(view) } : { perLane: requests.perLane.map((lane) => lane.map(view)) };
-}
-
 port.on('message', (message: ToLoadWorker) => {
   switch (message.t) {
     case 'closed':
     case 'open':
       running = true;
-      if (message.t === 'closed') startClosed(message.lanes, asBuffers(message.requests));
-      else startOpen(message.rate, message.distribution, asBuffers(message.requests));
+      if (message.t === 'closed') startClosed(message.lanes, message.requests);
+      else startOpen(message.rate, message.distribution, message.requests);
       break;
     case 'collect':
       collect();

@@ -1,7 +1,7 @@
 /**
  * Pre-encodes `tstriton perf`'s requests once, before the load, so that the load threads only write bytes: raw
  * HTTP/1.1 requests (the KServe v2 JSON header with the binary tensor extension, or JSON data), or serialized gRPC
- * ModelInferRequest messages.
+ * ModelInferRequest messages in gRPC's length-prefixed framing.
  */
 import type * as grpc from '@grpc/grpc-js';
 import { parametersJson, toInferParameters, type ParameterValue } from '../protocol/infer-parameter';
@@ -10,6 +10,7 @@ import { loadProtos } from '../protocol/protos';
 import { encodeBinary } from '../tensor/binary-codec';
 import { encodeJsonData } from '../tensor/json-codec';
 import type { NamedTensor } from '../tensor/named-tensor';
+import { grpcFrame } from './grpc-load-connection';
 
 /** An input a request carries: its tensor, or where the tensor lies in a registered shared-memory region. */
 export type RequestInput = NamedTensor | { readonly name: string; readonly datatype: string; readonly shape: readonly number[]; readonly region: string; readonly byteSize: number };
@@ -78,5 +79,5 @@ function grpcRequest(frame: RequestFrame, inputs: readonly RequestInput[], param
     raw_input_contents: inputs.filter(isTensor).map((input) => encodeBinary(input.tensor)),
   };
   const method = loadProtos('string').inference.ModelInfer as grpc.MethodDefinition<ModelInferRequestMessage, unknown>;
-  return method.requestSerialize(message);
+  return grpcFrame(method.requestSerialize(message));
 }

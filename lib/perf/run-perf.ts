@@ -115,7 +115,8 @@ async function measureStep(
       if (isStable(windows, stability, options.percentile) || options.signal?.aborted) break;
     }
   } finally {
-    await pool.end();
+    // After a failure, the failure is what is reported, not a second one from stopping.
+    await pool.end().catch(() => undefined);
   }
   if (windows.length === 0) return undefined;
   const stable = isStable(windows, stability, options.percentile);
