@@ -83,6 +83,8 @@ export interface PerfStep {
   readonly clientSendUs?: number;
   /** CPU time the load threads spent per request, microseconds: what the client itself costs. */
   readonly clientCpuUsPerRequest?: number;
+  /** Requests the step completed in all, every window and the requests in flight at its end included. */
+  readonly completedRequests?: number;
   /** The first failure of the step's windows, in words. */
   readonly firstError?: string;
 }

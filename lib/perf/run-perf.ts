@@ -118,9 +118,11 @@ async function measureStep(
     // After a failure, the failure is what is reported, not a second one from stopping.
     await pool.end().catch(() => undefined);
   }
+  const drained = await pool.collect();
   if (windows.length === 0) return undefined;
   const stable = isStable(windows, stability, options.percentile);
-  return mergeWindows(windows.slice(-STABILITY_WINDOWS), batchSize, load, stable, options.percentile);
+  const completedRequests = windows.reduce((n, w) => n + w.collected.count, drained.count);
+  return { ...mergeWindows(windows.slice(-STABILITY_WINDOWS), batchSize, load, stable, options.percentile), completedRequests };
 }
 
 function countErrors(w: PerfWindow): number {
