@@ -167,7 +167,7 @@ describe('the tstriton perf command line', () => {
     const after = await inferenceCount(triton.ports.http as number, 'add_sub');
     expect(run).toMatchObject({ code: 0, stderr: '' });
     expect(run.stdout).toContain('Request concurrency: 1\n  Client: \n    Request count: ');
-    expect(run.stdout).toMatch(/\n  Server: \n {4}Inference count: \d+\n {4}Execution count: \d+\n {4}Successful request count: \d+\n {4}Avg request latency: \d+ usec \(overhead \d+ usec \+ queue \d+ usec \+ compute input \d+ usec \+ compute infer \d+ usec \+ compute output \d+ usec\)/);
+    expect(run.stdout).toMatch(/\n {2}Server: \n {4}Inference count: \d+\n {4}Execution count: \d+\n {4}Successful request count: \d+\n {4}Avg request latency: \d+ usec \(overhead \d+ usec \+ queue \d+ usec \+ compute input \d+ usec \+ compute infer \d+ usec \+ compute output \d+ usec\)/);
     expect(run.stdout).toMatch(/Inferences\/Second vs. Client Average Batch Latency\nConcurrency: 1, throughput: [\d.]+ infer\/sec, latency \d+ usec\nConcurrency: 3, throughput: [\d.]+ infer\/sec, latency \d+ usec\n$/);
     const lines = readFileSync(csv, 'utf8').trimEnd().split('\n');
     expect(lines[0]).toBe(
