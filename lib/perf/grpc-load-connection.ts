@@ -1,12 +1,14 @@
 /**
- * gRPC for the load threads on node:http2 directly: a request is one HTTP/2 stream carrying the pre-serialized
- * ModelInferRequest in gRPC's length-prefixed framing, and its answer is read only as far as its status (the
- * `grpc-status` trailer). grpc-js's call machinery costs several times the CPU per call, which would make the
- * client, not the server, the bound.
+ * gRPC for the load threads: a request is one HTTP/2 stream carrying the pre-serialized ModelInferRequest in
+ * gRPC's length-prefixed framing. Unary calls go over h2-connection.ts's minimal HTTP/2 client, which reads an
+ * answer only as far as how it ended; the first failed call is sent once more over node:http2 to read the
+ * server's message (`grpc-message`). ModelStreamInfer streams use node:http2, whose cost is per stream, not per
+ * request. grpc-js's call machinery costs several times the CPU per call, which would make the client the bound.
  */
 import * as http2 from 'node:http2';
 import * as net from 'node:net';
 import type { ConnectionTarget } from './connection-target';
+import { grpcHeaderBlock, H2Client } from './h2-connection';
 import type { LoadConnection } from './load-connection';
 
 const INFER_PATH = '/inference.GRPCInferenceService/ModelInfer';
@@ -31,15 +33,26 @@ export function grpcFrame(message: Uint8Array): Buffer {
 export class GrpcLoadChannel {
   private session: http2.ClientHttp2Session | undefined;
   private readonly headers: http2.OutgoingHttpHeaders;
+  private readonly h2: H2Client;
+  private readonly inferHeaderBlock: Buffer;
+  /** Whether a failed call has been sent again to read the server's message (once per channel). */
+  private described = false;
 
   constructor(private readonly target: ConnectionTarget) {
     this.headers = { 'content-type': 'application/grpc', te: 'trailers', ...target.metadata };
+    this.h2 = new H2Client(target.host, target.port, target.tls);
+    this.inferHeaderBlock = grpcHeaderBlock(INFER_PATH, `${target.host}:${target.port}`, target.tls !== undefined, target.metadata ?? {});
   }
 
   /** A connection that sends each request as its own ModelInfer call on this channel. */
   unary(): LoadConnection {
     return {
-      send: (request, done) => this.call(request, done),
+      send: (request, done) =>
+        this.h2.call(this.inferHeaderBlock, request, (problem) => {
+          if (problem === undefined || this.described) return done(problem);
+          this.described = true;
+          this.call(request, (message) => done(message ?? problem));
+        }),
       close: () => undefined,
     };
   }
@@ -55,11 +68,12 @@ export class GrpcLoadChannel {
   }
 
   close(): void {
+    this.h2.close();
     this.session?.close();
     this.session = undefined;
   }
 
-  /** A unary call: the framed request, then the status from the trailers (or a trailers-only answer's headers). */
+  /** A unary call over node:http2: the framed request, then the status from the trailers (or a trailers-only answer's headers). */
   private call(request: Uint8Array, done: (problem?: string) => void): void {
     const stream = this.open(INFER_PATH);
     let problem: string | undefined;

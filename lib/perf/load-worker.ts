@@ -31,7 +31,9 @@ let completed = 0;
 let firstError: string | undefined;
 let inFlight = 0;
 let running = false;
-let cpu = process.threadCpuUsage();
+/** This thread's CPU time; Node releases without `threadCpuUsage` give the process's. */
+const cpuUsage = (since?: NodeJS.CpuUsage): NodeJS.CpuUsage => (typeof process.threadCpuUsage === 'function' ? process.threadCpuUsage(since) : process.cpuUsage(since));
+let cpu = cpuUsage();
 let openLoopTimer: NodeJS.Timeout | undefined;
 
 /** Sends `request` on `connection` and records its answer; `then` runs after, with the connection free again. */
@@ -104,8 +106,8 @@ function release(connection: LoadConnection): void {
 }
 
 function collect(): void {
-  const used = process.threadCpuUsage(cpu);
-  cpu = process.threadCpuUsage();
+  const used = cpuUsage(cpu);
+  cpu = cpuUsage();
   const out = records.slice(0, count * RECORD_FIELDS);
   post({ t: 'records', records: out, count, cpuUs: used.user + used.system, ...(firstError !== undefined && { firstError }) }, [out.buffer]);
   count = 0;
