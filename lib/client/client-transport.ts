@@ -90,6 +90,13 @@ export interface ClientTransport {
    * (`{"model_stats": [...]}`, snake_case), as `GET .../stats` returns it; gRPC ModelStatistics reads the same.
    */
   modelStatistics(name: string, version: string, settings: CallSettings): Promise<unknown>;
+  /**
+   * Registers `byteSize` bytes at `offset` of the POSIX shared-memory object `key` (`/name`, a file of /dev/shm)
+   * as the system shared-memory region `name` (Triton's system shared-memory extension).
+   */
+  registerSystemSharedMemory(name: string, key: string, offset: number, byteSize: number, settings: CallSettings): Promise<void>;
+  /** Unregisters the system shared-memory region `name`. */
+  unregisterSystemSharedMemory(name: string, settings: CallSettings): Promise<void>;
   infer(request: ClientInferRequest, settings: CallSettings): Promise<ClientInferResponse>;
   /**
    * Streams one request's responses: gRPC ModelStreamInfer, or the HTTP generate extension's SSE. Nothing is

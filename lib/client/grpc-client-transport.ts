@@ -67,6 +67,14 @@ export class GrpcClientTransport implements ClientTransport {
     return await this.unary<ModelRequestMessage, unknown>('ModelStatistics', { name, version }, settings);
   }
 
+  async registerSystemSharedMemory(name: string, key: string, offset: number, byteSize: number, settings: CallSettings): Promise<void> {
+    await this.unary('SystemSharedMemoryRegister', { name, key, offset, byte_size: byteSize }, settings);
+  }
+
+  async unregisterSystemSharedMemory(name: string, settings: CallSettings): Promise<void> {
+    await this.unary('SystemSharedMemoryUnregister', { name }, settings);
+  }
+
   async infer(request: ClientInferRequest, settings: CallSettings): Promise<ClientInferResponse> {
     const res = await this.unary<ModelInferRequestMessage, ModelInferResponseMessage>('ModelInfer', requestMessage(request), settings);
     const parameters = responseParameters(res);

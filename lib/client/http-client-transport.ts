@@ -61,6 +61,15 @@ export class HttpClientTransport implements ClientTransport {
     return json(await this.ok(this.get(`${modelPath(name, version)}/stats`, settings)));
   }
 
+  async registerSystemSharedMemory(name: string, key: string, offset: number, byteSize: number, settings: CallSettings): Promise<void> {
+    const body = Buffer.from(JSON.stringify({ key, offset, byte_size: byteSize }), 'utf8');
+    await this.ok(httpExchange(this.agent, this.base, { method: 'POST', path: `/v2/systemsharedmemory/region/${encodeURIComponent(name)}/register`, headers: { 'Content-Type': 'application/json' }, body: [body] }, settings));
+  }
+
+  async unregisterSystemSharedMemory(name: string, settings: CallSettings): Promise<void> {
+    await this.ok(httpExchange(this.agent, this.base, { method: 'POST', path: `/v2/systemsharedmemory/region/${encodeURIComponent(name)}/unregister` }, settings));
+  }
+
   async infer(request: ClientInferRequest, settings: CallSettings): Promise<ClientInferResponse> {
     const blobs: Uint8Array[] = [];
     const inputs = request.inputs.map(({ name, tensor }) => {

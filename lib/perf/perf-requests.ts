@@ -13,7 +13,9 @@ import type { NamedTensor } from '../tensor/named-tensor';
 import { grpcFrame } from './grpc-load-connection';
 
 /** An input a request carries: its tensor, or where the tensor lies in a registered shared-memory region. */
-export type RequestInput = NamedTensor | { readonly name: string; readonly datatype: string; readonly shape: readonly number[]; readonly region: string; readonly byteSize: number };
+export type RequestInput =
+  | NamedTensor
+  | { readonly name: string; readonly datatype: string; readonly shape: readonly number[]; readonly region: string; readonly offset: number; readonly byteSize: number };
 
 /** What every request of a run has in common. */
 export interface RequestFrame {
@@ -44,7 +46,7 @@ function httpRequest(frame: RequestFrame, inputs: readonly RequestInput[], param
   const described = inputs.map((input) => {
     const name = JSON.stringify(input.name);
     if (!isTensor(input)) {
-      return `{"name":${name},"datatype":"${input.datatype}","shape":[${input.shape.join(',')}],"parameters":{"shared_memory_region":${JSON.stringify(input.region)},"shared_memory_byte_size":${input.byteSize}}}`;
+      return `{"name":${name},"datatype":"${input.datatype}","shape":[${input.shape.join(',')}],"parameters":{"shared_memory_region":${JSON.stringify(input.region)},"shared_memory_offset":${input.offset},"shared_memory_byte_size":${input.byteSize}}}`;
     }
     const head = `{"name":${name},"datatype":"${input.tensor.dtype}","shape":[${input.tensor.shape.join(',')}]`;
     if (frame.inputFormat === 'json') return `${head},"data":${encodeJsonData(input.tensor)}}`;
@@ -74,7 +76,7 @@ function grpcRequest(frame: RequestFrame, inputs: readonly RequestInput[], param
     inputs: inputs.map((input) =>
       isTensor(input)
         ? { name: input.name, datatype: input.tensor.dtype, shape: [...input.tensor.shape] }
-        : { name: input.name, datatype: input.datatype, shape: [...input.shape], parameters: toInferParameters({ shared_memory_region: input.region, shared_memory_byte_size: input.byteSize }) },
+        : { name: input.name, datatype: input.datatype, shape: [...input.shape], parameters: toInferParameters({ shared_memory_region: input.region, shared_memory_offset: input.offset, shared_memory_byte_size: input.byteSize }) },
     ),
     raw_input_contents: inputs.filter(isTensor).map((input) => encodeBinary(input.tensor)),
   };

@@ -8,7 +8,7 @@ import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { invalidConfig, TritonError } from '../base/errors';
 import { createTransport } from '../client/create-transport';
-import type { ClientTransport } from '../client/client-transport';
+import type { CallSettings, ClientTransport } from '../client/client-transport';
 import type { ConnectionTarget } from './connection-target';
 import { LoadPool } from './load-pool';
 import { PERF_DEFAULTS } from './perf-defaults';
@@ -18,6 +18,7 @@ import { encodeRequest, type RequestFrame, type RequestInput } from './perf-requ
 import type { PerfLoad, PerfOptions, PerfProgress, PerfReport, PerfStep } from './perf-types';
 import { isStable, mergeWindows, STABILITY_WINDOWS, type PerfWindow } from './perf-window';
 import { statsSnapshot, type StatsSnapshot } from './server-stats';
+import { SharedMemoryInputs } from './shared-memory-inputs';
 
 
 /** How long set-up calls (metadata, config, statistics) may take. */
@@ -39,11 +40,13 @@ export async function runPerf(options: PerfOptions, onProgress?: (p: PerfProgres
     tls: { ca: target.tls?.ca, cert: target.tls?.cert, key: target.tls?.key },
   });
   let pool: LoadPool | undefined;
+  let shm: SharedMemoryInputs | undefined;
+  const settings = { timeoutMs: CALL_TIMEOUT_MS, ...(target.headers && { headers: target.headers }) };
   try {
-    const model = await describeModel(transport, options);
-    const readStats = await statsReader(transport, target.model, version, target.headers);
+    const model = await describeModel(transport, options, settings);
+    const readStats = await statsReader(transport, target.model, version, settings);
     const inputs = requestInputs(model, batchSize, options.inputData ?? 'random');
-    if (options.sharedMemory === 'system') throw invalidConfig('--shared-memory system is not supported yet');
+    if (options.sharedMemory === 'system') shm = await SharedMemoryInputs.register(transport, inputs, settings);
     const frame: RequestFrame = {
       protocol: target.protocol,
       authority: `${address.host}:${address.port}`,
@@ -53,7 +56,7 @@ export async function runPerf(options: PerfOptions, onProgress?: (p: PerfProgres
       inputFormat: options.inputTensorFormat ?? 'binary',
       outputFormat: options.outputTensorFormat ?? 'binary',
     };
-    const requestInputsList: readonly (readonly RequestInput[])[] = inputs;
+    const requestInputsList: readonly (readonly RequestInput[])[] = shm ? shm.inputs : inputs;
     const connection: ConnectionTarget = {
       protocol: target.protocol,
       host: address.host,
@@ -77,6 +80,7 @@ export async function runPerf(options: PerfOptions, onProgress?: (p: PerfProgres
     return { target, batchSize, steps };
   } finally {
     await pool?.close();
+    await shm?.unregister(transport, settings);
     transport.close();
   }
 }
@@ -147,9 +151,8 @@ function waitWindow(ms: number, signal: AbortSignal | undefined, tick: (() => vo
 }
 
 /** The model's inputs, after checking that the server answers and knows the model. */
-async function describeModel(transport: ClientTransport, options: PerfOptions): Promise<ModelInputs> {
+async function describeModel(transport: ClientTransport, options: PerfOptions, settings: CallSettings): Promise<ModelInputs> {
   const { target } = options;
-  const settings = { timeoutMs: CALL_TIMEOUT_MS, ...(target.headers && { headers: target.headers }) };
   try {
     await transport.serverReady(settings);
   } catch (err) {
@@ -167,8 +170,7 @@ async function describeModel(transport: ClientTransport, options: PerfOptions): 
 }
 
 /** Reads the model's statistics; a server without the statistics extension gives steps without a server side. */
-async function statsReader(transport: ClientTransport, model: string, version: string, headers: Readonly<Record<string, string>> | undefined): Promise<() => Promise<StatsSnapshot | undefined>> {
-  const settings = { timeoutMs: CALL_TIMEOUT_MS, ...(headers && { headers }) };
+async function statsReader(transport: ClientTransport, model: string, version: string, settings: CallSettings): Promise<() => Promise<StatsSnapshot | undefined>> {
   const read = async (): Promise<StatsSnapshot | undefined> => statsSnapshot(await transport.modelStatistics(model, version, settings), model, version);
   try {
     if ((await read()) === undefined) return async () => undefined;

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Triton, type TritonConfigInit } from 'tstriton';
@@ -20,7 +20,7 @@ jest.setTimeout(180_000);
 const ROOT = join(__dirname, '..', '..');
 const CLI = ['--require', join(ROOT, 'lib/instances/worker/register-ts.js'), join(ROOT, 'lib/cli/main.ts')];
 
-const CONFIG: TritonConfigInit = { httpPort: 0, grpcPort: 0, httpAddress: '127.0.0.1', grpcAddress: '127.0.0.1', allowMetrics: false, logLevel: 'silent', exitTimeoutSeconds: 5 };
+const CONFIG: TritonConfigInit = { httpPort: 0, grpcPort: 0, httpAddress: '127.0.0.1', grpcAddress: '127.0.0.1', allowMetrics: false, allowSharedMemory: true, logLevel: 'silent', exitTimeoutSeconds: 5 };
 
 /** Short windows: the test checks counts, not rates. */
 const MEASURE = { measurementIntervalMs: 400, maxTrials: 3 } as const;
@@ -126,6 +126,14 @@ describe.each([
       ...MEASURE,
     });
     expectCountsMatch(report, serverDelta);
+  });
+
+  it.each(['http', 'grpc'] as const)('reads inputs from registered system shared memory over %s, and unregisters it after', async (protocol) => {
+    const { report, serverDelta } = await measured(triton, { target: target(protocol), sharedMemory: 'system', batchSize: 2, shapes: { a: [3], b: [3] }, loads: [{ kind: 'concurrency', concurrency: 2 }], ...MEASURE });
+    expectCountsMatch(report, serverDelta, 2);
+    const regions = await (await fetch(`http://127.0.0.1:${triton.ports.http}/v2/systemsharedmemory/status`)).json();
+    expect(regions).toEqual([]);
+    expect(readdirSync('/dev/shm').filter((f) => f.startsWith(`tstriton-perf-${process.pid}-`))).toEqual([]);
   });
 
   it('sends sequences with sequence id, start and end to a sequence model', async () => {
