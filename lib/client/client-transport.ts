@@ -13,6 +13,14 @@ export interface CallSettings {
   readonly headers?: Readonly<Record<string, string>>;
 }
 
+/** What a server says of itself: `GET /v2` and gRPC ServerMetadata. */
+export interface ServerMetadata {
+  readonly name: string;
+  readonly version: string;
+  /** The protocol extensions it supports: `binary_tensor_data`, `statistics`, `system_shared_memory`, ... */
+  readonly extensions: readonly string[];
+}
+
 /** One inference request as the client sends it. */
 export interface ClientInferRequest {
   readonly modelName: string;
@@ -80,6 +88,8 @@ export interface ClientTransport {
   /** The URL the transport talks to, for messages. */
   readonly url: string;
   serverReady(settings: CallSettings): Promise<boolean>;
+  /** The server's name, version and the protocol extensions it supports (`GET /v2`, gRPC ServerMetadata). */
+  serverMetadata(settings: CallSettings): Promise<ServerMetadata>;
   /** False if the model is not ready or not known. */
   modelReady(name: string, version: string, settings: CallSettings): Promise<boolean>;
   modelMetadata(name: string, version: string, settings: CallSettings): Promise<ModelMetadata>;

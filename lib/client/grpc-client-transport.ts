@@ -18,7 +18,7 @@ import { decodeTensorContents } from '../protocol/tensor-contents';
 import { decodeBinary, encodeBinary } from '../tensor/binary-codec';
 import { isDataType } from '../tensor/dtype';
 import { ClientError, abortedError } from './client-error';
-import type { CallSettings, ClientInferRequest, ClientInferResponse, ClientStreamRequest, ClientStreamResponse, ClientTransport, StreamSettings } from './client-transport';
+import type { CallSettings, ClientInferRequest, ClientInferResponse, ClientStreamRequest, ClientStreamResponse, ClientTransport, ServerMetadata, StreamSettings } from './client-transport';
 import { guardedStream, type WireStream } from './guarded-stream';
 
 /** KServe v2 over gRPC (`inference.GRPCInferenceService`), tensors in `raw_input_contents`. */
@@ -40,6 +40,11 @@ export class GrpcClientTransport implements ClientTransport {
 
   async serverReady(settings: CallSettings): Promise<boolean> {
     return (await this.unary<object, { ready: boolean }>('ServerReady', {}, settings)).ready;
+  }
+
+  async serverMetadata(settings: CallSettings): Promise<ServerMetadata> {
+    const m = await this.unary<object, ServerMetadata>('ServerMetadata', {}, settings);
+    return { name: m.name, version: m.version, extensions: [...m.extensions] };
   }
 
   async modelReady(name: string, version: string, settings: CallSettings): Promise<boolean> {

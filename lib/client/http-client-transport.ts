@@ -20,6 +20,7 @@ import type {
   ClientStreamResponse,
   ClientTransport,
   OutputSpec,
+  ServerMetadata,
   StreamSettings,
 } from './client-transport';
 import { guardedStream, type WireStream } from './guarded-stream';
@@ -42,6 +43,11 @@ export class HttpClientTransport implements ClientTransport {
   async serverReady(settings: CallSettings): Promise<boolean> {
     const answer = await this.get('/v2/health/ready', settings);
     return answer.status === 200;
+  }
+
+  async serverMetadata(settings: CallSettings): Promise<ServerMetadata> {
+    const m = json(await this.ok(this.get('/v2', settings))) as Partial<ServerMetadata>;
+    return { name: String(m.name ?? ''), version: String(m.version ?? ''), extensions: Array.isArray(m.extensions) ? m.extensions.map(String) : [] };
   }
 
   async modelReady(name: string, version: string, settings: CallSettings): Promise<boolean> {

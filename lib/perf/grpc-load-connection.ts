@@ -111,18 +111,29 @@ function callStatus(trailers: http2.IncomingHttpHeaders, earlier: string | undef
   return [status, earlier ?? `${STATUS_NAMES[Number(status)] ?? status}: ${message}`];
 }
 
-/** One ModelStreamInfer stream carrying one request at a time; opened at the first request, and again after it ends. */
+/**
+ * One ModelStreamInfer stream carrying one request at a time; opened at the first request, and again after it ends.
+ * A server that ends the stream cleanly after a response (MLServer answers one request per stream) gets the request
+ * that was on its way sent again on a new stream, and from then on one stream per request.
+ */
 class GrpcStreamConnection implements LoadConnection {
   private call: http2.ClientHttp2Stream | undefined;
   private done: ((problem?: string) => void) | undefined;
+  /** The request awaiting its response. */
+  private request: Uint8Array | undefined;
   /** Bytes of a response message not yet complete. */
   private buffered: Buffer | undefined;
+  /** The server answers one request per stream. */
+  private streamPerRequest = false;
 
   constructor(private readonly channel: GrpcLoadChannel) {}
 
   send(request: Uint8Array, done: (problem?: string) => void): void {
     this.done = done;
-    (this.call ?? this.open()).write(request);
+    this.request = request;
+    const call = this.call && !this.streamPerRequest ? this.call : this.open();
+    call.write(request);
+    if (this.streamPerRequest) call.end();
   }
 
   close(): void {
@@ -141,7 +152,16 @@ class GrpcStreamConnection implements LoadConnection {
       if (this.call !== call) return;
       this.call = undefined;
       this.buffered = undefined;
-      this.finish(ended ?? 'the server ended the stream');
+      const request = this.request;
+      if (request === undefined) return; // every request on it was answered
+      if (ended === undefined && !this.streamPerRequest) {
+        // Ended cleanly with a request on its way that it never read: a server of one request per stream.
+        this.streamPerRequest = true;
+        const done = this.done as (problem?: string) => void;
+        this.send(request, done);
+        return;
+      }
+      this.finish(ended ?? 'the server ended the stream without answering');
     });
     this.call = call;
     return call;
@@ -161,24 +181,35 @@ class GrpcStreamConnection implements LoadConnection {
   private finish(problem: string | undefined): void {
     const done = this.done;
     this.done = undefined;
+    this.request = undefined;
     done?.(problem);
   }
 }
 
 /**
- * The `error_message` of a serialized ModelStreamInferResponse, if it has one: field 1, written first by every
- * protobuf encoder, so only the message's first bytes are read.
+ * The `error_message` of a serialized ModelStreamInferResponse, if it is an error: a message whose only content is
+ * field 1 (and at most an empty field 2, `infer_response`). Servers whose stream answers with ModelInferResponse
+ * messages themselves (MLServer) also start with field 1, `model_name`, but go on with the response's other fields.
  */
 function streamError(message: Buffer): string | undefined {
   if (message.length < 2 || message[0] !== 0x0a) return undefined;
-  let length = 0;
+  const [length, start] = varint(message, 1);
+  const end = start + length;
+  if (length === 0) return undefined;
+  const rest = message.subarray(end);
+  const onlyError = rest.length === 0 || (rest.length === 2 && rest[0] === 0x12 && rest[1] === 0);
+  return onlyError ? message.toString('utf8', start, Math.min(end, start + MAX_ERROR_TEXT)) : undefined;
+}
+
+/** A protobuf varint at `pos`: [its value, where the bytes after it start]. */
+function varint(bytes: Buffer, pos: number): [number, number] {
+  let value = 0;
   let shift = 0;
-  let pos = 1;
-  for (; pos < message.length; pos++) {
-    const byte = message[pos] as number;
-    length |= (byte & 0x7f) << shift;
+  for (; pos < bytes.length; pos++) {
+    const byte = bytes[pos] as number;
+    value += (byte & 0x7f) * 2 ** shift;
     shift += 7;
-    if (byte < 0x80) break;
+    if (byte < 0x80) return [value, pos + 1];
   }
-  return length > 0 ? message.toString('utf8', pos + 1, pos + 1 + Math.min(length, MAX_ERROR_TEXT)) : undefined;
+  return [value, pos];
 }

@@ -145,3 +145,32 @@ export function recordAt(records: Float64Array, i: number): { endMs: number; lat
   const at = i * RECORD_FIELDS;
   return { endMs: records[at] as number, latencyUs: records[at + 1] as number, sendUs: records[at + 2] as number };
 }
+
+/**
+ * `collected` cut at `edgeMs` (ms since the epoch): the requests that ended by then, and those after. The CPU and
+ * the first failure go with the first part.
+ */
+export function splitCollected(collected: Collected, edgeMs: number): [Collected, Collected] {
+  const before: Float64Array[] = [];
+  const after: Float64Array[] = [];
+  let countBefore = 0;
+  for (const records of collected.records) {
+    const n = records.length / RECORD_FIELDS;
+    let k = 0;
+    // Each thread's records are in the order its requests ended.
+    while (k < n && (records[k * RECORD_FIELDS] as number) <= edgeMs) k++;
+    before.push(records.subarray(0, k * RECORD_FIELDS));
+    after.push(records.subarray(k * RECORD_FIELDS));
+    countBefore += k;
+  }
+  return [
+    { records: before, count: countBefore, cpuUs: collected.cpuUs, ...(collected.firstError !== undefined && { firstError: collected.firstError }) },
+    { records: after, count: collected.count - countBefore, cpuUs: 0 },
+  ];
+}
+
+/** Two collections as one. */
+export function joinCollected(a: Collected, b: Collected): Collected {
+  const firstError = a.firstError ?? b.firstError;
+  return { records: [...a.records, ...b.records], count: a.count + b.count, cpuUs: a.cpuUs + b.cpuUs, ...(firstError !== undefined && { firstError }) };
+}

@@ -70,7 +70,7 @@ export type InputData = 'zero' | 'random' | { readonly file: string };
  * data, one per entry of a data file (request `i` takes entries `i` to `i + batchSize - 1`, wrapping).
  */
 export function requestInputs(model: ModelInputs, batchSize: number, data: InputData): NamedTensor[][] {
-  if (model.maxBatchSize === 0 && batchSize !== 1) throw invalidConfig(`-b ${batchSize}: the model does not batch (max_batch_size 0), so the batch size must be 1`);
+  if (model.maxBatchSize === 0 && batchSize !== 1) throw invalidConfig(`-b ${batchSize}: the model does not batch (its config says max_batch_size 0, or the server gives no config), so the batch size must be 1`);
   if (batchSize > model.maxBatchSize && model.maxBatchSize > 0) throw invalidConfig(`-b ${batchSize} is above the model's max_batch_size ${model.maxBatchSize}`);
   const samples = typeof data === 'string' ? [generatedSample(model, data)] : fileSamples(model, data.file);
   return samples.map((_, i) =>

@@ -9,10 +9,12 @@ import { performance } from 'node:perf_hooks';
 import { invalidConfig, TritonError } from '../base/errors';
 import { createTransport } from '../client/create-transport';
 import type { CallSettings, ClientTransport } from '../client/client-transport';
+import type { ModelConfigJson } from '../config/triton-model-config';
+import type { ModelMetadata } from '../protocol/model-metadata';
 import type { ConnectionTarget } from './connection-target';
-import { LoadPool } from './load-pool';
+import { joinCollected, LoadPool, splitCollected, type Collected } from './load-pool';
 import { PERF_DEFAULTS } from './perf-defaults';
-import type { StepRequests } from './load-messages';
+import { RECORD_FIELDS, type StepRequests } from './load-messages';
 import { modelInputs, requestInputs, type ModelInputs } from './perf-inputs';
 import { encodeRequest, type RequestFrame, type RequestInput } from './perf-requests';
 import type { PerfLoad, PerfOptions, PerfProgress, PerfReport, PerfStep } from './perf-types';
@@ -43,7 +45,10 @@ export async function runPerf(options: PerfOptions, onProgress?: (p: PerfProgres
   let shm: SharedMemoryInputs | undefined;
   const settings = { timeoutMs: CALL_TIMEOUT_MS, ...(target.headers && { headers: target.headers }) };
   try {
+    const extensions = await serverExtensions(transport, options, settings);
     const model = await describeModel(transport, options, settings);
+    // Servers without the binary tensor extension (MLServer) get JSON tensors unless a format was asked for.
+    const defaultFormat = extensions === undefined || extensions.includes('binary_tensor_data') ? 'binary' : 'json';
     const readStats = await statsReader(transport, target.model, version, settings);
     const inputs = requestInputs(model, batchSize, options.inputData ?? 'random');
     if (options.sharedMemory === 'system') shm = await SharedMemoryInputs.register(transport, inputs, settings);
@@ -53,8 +58,8 @@ export async function runPerf(options: PerfOptions, onProgress?: (p: PerfProgres
       model: target.model,
       version,
       headers: target.protocol === 'http' ? (target.headers ?? {}) : {},
-      inputFormat: options.inputTensorFormat ?? 'binary',
-      outputFormat: options.outputTensorFormat ?? 'binary',
+      inputFormat: options.inputTensorFormat ?? defaultFormat,
+      outputFormat: options.outputTensorFormat ?? defaultFormat,
     };
     const requestInputsList: readonly (readonly RequestInput[])[] = shm ? shm.inputs : inputs;
     const connection: ConnectionTarget = {
@@ -101,20 +106,23 @@ async function measureStep(
   const windows: PerfWindow[] = [];
   const completedAtStart = pool.completedSoFar;
   let statsBefore = await readStats();
-  await pool.collect();
-  let start = performance.now();
+  let carried = await pool.collect();
+  let start = epochNow();
   pool.begin(load, requests);
   try {
     for (let trial = 1; trial <= maxTrials; trial++) {
       await waitWindow(intervalMs, options.signal, progress && (() => progress(trial, pool.completedSoFar - completedAtStart)));
-      const end = performance.now();
-      const [collected, statsAfter] = await Promise.all([pool.collect(), readStats()]);
-      windows.push({ durationMs: end - start, collected, ...(statsBefore && statsAfter && { statsBefore, statsAfter }) });
+      const sent = epochNow();
+      const statsAfter = await readStats();
+      const edge = windowEdge(statsAfter, sent, epochNow(), start);
+      // The requests that ended after the server's counters were read belong to the next window.
+      const [collected, later] = splitCollected(joinCollected(carried, await pool.collect()), edge);
+      carried = later;
+      windows.push({ durationMs: edge - start, collected, ...(statsBefore && statsAfter && { statsBefore, statsAfter }) });
       statsBefore = statsAfter;
-      start = end;
-      const last = windows[windows.length - 1] as PerfWindow;
-      if (last.collected.count > 0 && last.collected.count === countErrors(last)) {
-        throw new TritonError('INFERENCE_FAILED', `every request failed (${last.collected.count}): ${last.collected.firstError ?? 'no answer'}`);
+      start = edge;
+      if (collected.count > 0 && collected.count === countErrors(collected)) {
+        throw new TritonError('INFERENCE_FAILED', `every request failed (${collected.count}): ${collected.firstError ?? 'no answer'}`);
       }
       if (isStable(windows, stability, options.percentile) || options.signal?.aborted) break;
     }
@@ -125,14 +133,29 @@ async function measureStep(
   const drained = await pool.collect();
   if (windows.length === 0) return undefined;
   const stable = isStable(windows, stability, options.percentile);
-  const completedRequests = windows.reduce((n, w) => n + w.collected.count, drained.count);
+  const completedRequests = windows.reduce((n, w) => n + w.collected.count, carried.count + drained.count);
   return { ...mergeWindows(windows.slice(-STABILITY_WINDOWS), batchSize, load, stable, options.percentile), completedRequests };
 }
 
-function countErrors(w: PerfWindow): number {
+function countErrors(collected: Collected): number {
   let errors = 0;
-  for (const records of w.collected.records) for (let i = 1; i < records.length; i += 3) if ((records[i] as number) < 0) errors++;
+  for (const records of collected.records) for (let i = 1; i < records.length; i += RECORD_FIELDS) if ((records[i] as number) < 0) errors++;
   return errors;
+}
+
+/** Now, in ms since the epoch (fractional), the clock of the load threads' records. */
+function epochNow(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+/**
+ * The moment the server's counters describe, read between `sentMs` and `receivedMs`: the end of the last inference
+ * they include when that lies in the window (a server under load may answer from counters published a little
+ * earlier, as tstriton's front-end threads do), else the middle of the statistics call.
+ */
+function windowEdge(stats: StatsSnapshot | undefined, sentMs: number, receivedMs: number, startMs: number): number {
+  const last = stats?.lastInferenceMs ?? 0;
+  return last > startMs && last <= receivedMs ? last : (sentMs + receivedMs) / 2;
 }
 
 /** Waits `ms`, ticking every `PROGRESS_MS`; an abort ends the wait early. */
@@ -150,23 +173,40 @@ function waitWindow(ms: number, signal: AbortSignal | undefined, tick: (() => vo
   });
 }
 
-/** The model's inputs, after checking that the server answers and knows the model. */
+/**
+ * The protocol extensions the server lists, after checking that it answers; undefined when it answers but does not
+ * describe itself (then it is taken to be Triton-like).
+ */
+async function serverExtensions(transport: ClientTransport, options: PerfOptions, settings: CallSettings): Promise<readonly string[] | undefined> {
+  try {
+    return (await transport.serverMetadata(settings)).extensions;
+  } catch {
+    try {
+      await transport.serverReady(settings);
+      return undefined;
+    } catch (err) {
+      throw invalidConfig(`cannot reach the server at ${options.target.url} (${options.target.protocol}): ${(err as Error).message}`);
+    }
+  }
+}
+
+/** The model's inputs, after checking that the server knows the model. */
 async function describeModel(transport: ClientTransport, options: PerfOptions, settings: CallSettings): Promise<ModelInputs> {
   const { target } = options;
-  try {
-    await transport.serverReady(settings);
-  } catch (err) {
-    throw invalidConfig(`cannot reach the server at ${target.url} (${target.protocol}): ${(err as Error).message}`);
-  }
   const version = target.version ?? '';
   const what = `model '${target.model}'${version ? ` version ${version}` : ''}`;
+  let metadata: ModelMetadata;
   try {
-    const [metadata, config] = await Promise.all([transport.modelMetadata(target.model, version, settings), transport.modelConfig(target.model, version, settings)]);
-    return modelInputs(metadata, config, options.shapes ?? {});
+    metadata = await transport.modelMetadata(target.model, version, settings);
   } catch (err) {
-    if (err instanceof TritonError && err.code === 'INVALID_CONFIG') throw err;
     throw invalidConfig(`${what} is not available at ${target.url}: ${(err as Error).message}`);
   }
+  if (metadata.inputs.length === 0) {
+    throw invalidConfig(`${what} lists no inputs in its metadata, so tstriton perf cannot tell what to send: declare them on the server (MLServer: "inputs" in model-settings.json)`);
+  }
+  // The model config is Triton's extension (MLServer has none): without it the model is taken not to batch.
+  const config = await transport.modelConfig(target.model, version, settings).catch(() => ({}) as ModelConfigJson);
+  return modelInputs(metadata, config, options.shapes ?? {});
 }
 
 /** Reads the model's statistics; a server without the statistics extension gives steps without a server side. */

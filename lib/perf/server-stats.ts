@@ -12,6 +12,8 @@ interface Duration {
 
 /** The counters of one model version at one moment. */
 export interface StatsSnapshot {
+  /** When the last inference the counters include ended (ms since the epoch, the server's clock); 0 when none. */
+  readonly lastInferenceMs: number;
   readonly inferenceCount: number;
   readonly executionCount: number;
   readonly success: Duration;
@@ -35,6 +37,7 @@ export function statsSnapshot(answer: unknown, model: string, version: string): 
   const stats = (entry.inference_stats ?? {}) as Record<string, { count?: unknown; ns?: unknown } | undefined>;
   const duration = (key: string): Duration => ({ count: Number(stats[key]?.count ?? 0), ns: Number(stats[key]?.ns ?? 0) });
   return {
+    lastInferenceMs: Number(entry.last_inference ?? 0),
     inferenceCount: Number(entry.inference_count ?? 0),
     executionCount: Number(entry.execution_count ?? 0),
     success: duration('success'),
