@@ -55,7 +55,7 @@ def start_server() -> subprocess.Popen:
     deadline = time.time() + 120
     while time.time() < deadline:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{HTTP_PORT}/v2/models/add_sub/ready", timeout=2) as r:
+            with urllib.request.urlopen(f"http://127.0.0.1:{HTTP_PORT}/v2/health/ready", timeout=2) as r:
                 if r.status == 200:
                     return proc
         except OSError:

@@ -7,6 +7,7 @@ import { bindAddSub } from '../../examples/add-sub/model';
 import { bindSequenceAccumulate } from '../../examples/sequence/model';
 import { runPerf } from '../../lib/perf/run-perf';
 import type { PerfOptions, PerfReport } from '../../lib/perf/perf-types';
+import { makeTestCertificates, type TestCertificates } from '../helpers/certificates';
 import { exitingWithParent, track } from '../helpers/resources';
 
 // `tstriton perf` against a real tstriton server on port 0: what perf counts is held against the server's own
@@ -154,6 +155,57 @@ describe.each([
   it('sends sequences with sequence id, start and end to a sequence model', async () => {
     const { report, serverDelta } = await measured(triton, { target: target('grpc', 'sequence_accumulate'), sequenceLength: 5, loads: [{ kind: 'concurrency', concurrency: 3 }], ...MEASURE });
     expectCountsMatch(report, serverDelta);
+  });
+});
+
+describe('tstriton perf over mutual TLS (HTTPS and gRPC)', () => {
+  let triton: Triton;
+  let certificates: TestCertificates;
+
+  beforeAll(async () => {
+    certificates = makeTestCertificates('perf-tls');
+    const { server, ca } = certificates.files;
+    triton = track(
+      new Triton({
+        ...CONFIG,
+        httpUseSsl: true,
+        httpUseSslMutual: true,
+        httpServerCert: server.cert,
+        httpServerKey: server.key,
+        httpRootCert: ca.cert,
+        grpcUseSsl: true,
+        grpcUseSslMutual: true,
+        grpcServerCert: server.cert,
+        grpcServerKey: server.key,
+        grpcRootCert: ca.cert,
+      }),
+    );
+    bindAddSub(triton);
+    await triton.run();
+  });
+
+  afterAll(async () => {
+    await triton?.stop();
+    certificates?.remove();
+  });
+
+  it.each(['http', 'grpc'] as const)('measures over %s with the CA and a client certificate', async (protocol) => {
+    const { ca, client } = certificates.files;
+    const tls = { ca: readFileSync(ca.cert, 'utf8'), cert: readFileSync(client.cert, 'utf8'), key: readFileSync(client.key, 'utf8') };
+    const port = protocol === 'http' ? triton.ports.http : triton.ports.grpc;
+    const report = await runPerf({ target: { url: `127.0.0.1:${port}`, protocol, model: 'add_sub', tls }, loads: [{ kind: 'concurrency', concurrency: 2 }], ...MEASURE });
+    const step = report.steps[0]!;
+    expect(step.errors).toBe(0);
+    expect(step.requests).toBeGreaterThan(0);
+    expect(step.server?.inferenceCount).toBeGreaterThan(0);
+  });
+
+  it('cannot start without a client certificate, and says so', async () => {
+    const tls = { ca: readFileSync(certificates.files.ca.cert, 'utf8') };
+    await expect(runPerf({ target: { url: `127.0.0.1:${triton.ports.http}`, protocol: 'http', model: 'add_sub', tls }, loads: [{ kind: 'concurrency', concurrency: 1 }], ...MEASURE })).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+      message: expect.stringMatching(/^cannot reach the server at 127\.0\.0\.1:\d+ \(http\): /),
+    });
   });
 });
 
