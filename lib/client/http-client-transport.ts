@@ -37,7 +37,7 @@ export class HttpClientTransport implements ClientTransport {
     private readonly base: URL,
     tls: ClientTlsOptions = {},
   ) {
-    this.agent = base.protocol === 'https:' ? new https.Agent({ keepAlive: true, ca: tls.ca, cert: tls.cert, key: tls.key }) : new http.Agent({ keepAlive: true });
+    this.agent = base.protocol === 'https:' ? new https.Agent({ keepAlive: true, ca: tls.ca, cert: tls.cert, key: tls.key, ...(tls.rejectUnauthorized === false && { rejectUnauthorized: false }) }) : new http.Agent({ keepAlive: true });
   }
 
   async serverReady(settings: CallSettings): Promise<boolean> {

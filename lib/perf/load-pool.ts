@@ -90,11 +90,12 @@ export class LoadPool {
   /** What every thread completed since the last collect. */
   async collect(): Promise<Collected> {
     const parts = (await this.ask({ t: 'collect' })) as CollectedRecords[];
+    const firstError = parts.find((p) => p.firstError !== undefined)?.firstError;
     return {
       records: parts.map((p) => p.records),
       count: parts.reduce((a, p) => a + p.count, 0),
       cpuUs: parts.reduce((a, p) => a + p.cpuUs, 0),
-      ...(parts.find((p) => p.firstError !== undefined) && { firstError: parts.find((p) => p.firstError !== undefined)?.firstError }),
+      ...(firstError !== undefined && { firstError }),
     };
   }
 

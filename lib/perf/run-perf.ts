@@ -39,7 +39,7 @@ export async function runPerf(options: PerfOptions, onProgress?: (p: PerfProgres
   const batchSize = options.batchSize ?? 1;
   const address = hostPort(target.url, target.protocol);
   const transport = createTransport(`${scheme(target)}://${address.host}:${address.port}`, {
-    tls: { ca: target.tls?.ca, cert: target.tls?.cert, key: target.tls?.key },
+    tls: { ca: target.tls?.ca, cert: target.tls?.cert, key: target.tls?.key, ...(target.tls?.verifyPeer === false && { rejectUnauthorized: false }) },
   });
   let pool: LoadPool | undefined;
   let shm: SharedMemoryInputs | undefined;

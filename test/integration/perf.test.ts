@@ -200,6 +200,14 @@ describe('tstriton perf over mutual TLS (HTTPS and gRPC)', () => {
     expect(step.server?.inferenceCount).toBeGreaterThan(0);
   });
 
+  it('trusts a server certificate it cannot check with --ssl-https-verify-peer 0 (verifyPeer: false)', async () => {
+    const { client } = certificates.files;
+    const tls = { cert: readFileSync(client.cert, 'utf8'), key: readFileSync(client.key, 'utf8'), verifyPeer: false };
+    const report = await runPerf({ target: { url: `127.0.0.1:${triton.ports.http}`, protocol: 'http', model: 'add_sub', tls }, loads: [{ kind: 'concurrency', concurrency: 1 }], ...MEASURE });
+    expect(report.steps[0]?.errors).toBe(0);
+    expect(report.steps[0]?.requests).toBeGreaterThan(0);
+  });
+
   it('cannot start without a client certificate, and says so', async () => {
     const tls = { ca: readFileSync(certificates.files.ca.cert, 'utf8') };
     await expect(runPerf({ target: { url: `127.0.0.1:${triton.ports.http}`, protocol: 'http', model: 'add_sub', tls }, loads: [{ kind: 'concurrency', concurrency: 1 }], ...MEASURE })).rejects.toMatchObject({
