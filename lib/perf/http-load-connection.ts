@@ -25,7 +25,7 @@ export class HttpLoadConnection implements LoadConnection {
   send(request: Uint8Array, done: (problem?: string) => void): void {
     this.done = done;
     const socket = this.socket ?? this.connect();
-    if (socket.connecting || (socket instanceof tls.TLSSocket && !socket.encrypted)) this.pending = request;
+    if (socket.connecting) this.pending = request;
     else socket.write(request);
   }
 

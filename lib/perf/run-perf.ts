@@ -22,7 +22,6 @@ import { isStable, mergeWindows, STABILITY_WINDOWS, type PerfWindow } from './pe
 import { statsSnapshot, type StatsSnapshot } from './server-stats';
 import { SharedMemoryInputs } from './shared-memory-inputs';
 
-
 /** How long set-up calls (metadata, config, statistics) may take. */
 const CALL_TIMEOUT_MS = 10_000;
 /** How often progress is reported while a window runs. */
@@ -47,6 +46,9 @@ export async function runPerf(options: PerfOptions, onProgress?: (p: PerfProgres
   try {
     const extensions = await serverExtensions(transport, options, settings);
     const model = await describeModel(transport, options, settings);
+    if (model.sequence && options.loads.some((l) => l.kind !== 'concurrency')) {
+      throw invalidConfig(`--request-rate-range is not supported for a sequence model ('${target.model}'): use --concurrency-range`);
+    }
     // Servers without the binary tensor extension (MLServer) get JSON tensors unless a format was asked for.
     const defaultFormat = extensions === undefined || extensions.includes('binary_tensor_data') ? 'binary' : 'json';
     const readStats = await statsReader(transport, target.model, version, settings);
@@ -223,7 +225,7 @@ async function statsReader(transport: ClientTransport, model: string, version: s
 /** The pre-encoded requests of one step: shared by every lane, or a sequence per lane for a sequence model. */
 function stepRequests(model: ModelInputs, load: PerfLoad, frame: RequestFrame, inputs: readonly (readonly RequestInput[])[], options: PerfOptions): StepRequests {
   if (!model.sequence) return { shared: inputs.map((i) => encodeRequest(frame, i)) };
-  if (load.kind !== 'concurrency') throw invalidConfig('--request-rate-range is not supported for a sequence model: use --concurrency-range');
+  if (load.kind !== 'concurrency') throw new TritonError('INTERNAL', 'a sequence model is measured in closed loop only');
   const length = options.sequenceLength ?? PERF_DEFAULTS.sequenceLength;
   const firstId = options.sequenceIdStart ?? 1;
   return {

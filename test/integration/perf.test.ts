@@ -152,6 +152,11 @@ describe.each([
     expect(readdirSync('/dev/shm').filter((f) => f.startsWith(`tstriton-perf-${process.pid}-`))).toEqual([]);
   });
 
+  it('refuses an open loop for a sequence model before any load', async () => {
+    const options: PerfOptions = { target: target('http', 'sequence_accumulate'), loads: [{ kind: 'request-rate', requestRate: 10, distribution: 'constant' }], ...MEASURE };
+    await expect(runPerf(options)).rejects.toMatchObject({ code: 'INVALID_CONFIG', message: "--request-rate-range is not supported for a sequence model ('sequence_accumulate'): use --concurrency-range" });
+  });
+
   it('sends sequences with sequence id, start and end to a sequence model', async () => {
     const { report, serverDelta } = await measured(triton, { target: target('grpc', 'sequence_accumulate'), sequenceLength: 5, loads: [{ kind: 'concurrency', concurrency: 3 }], ...MEASURE });
     expectCountsMatch(report, serverDelta);
