@@ -7,6 +7,8 @@ export interface ConnectionTarget {
   readonly tls?: TargetTls;
   /** gRPC: ModelStreamInfer, one stream per lane, instead of ModelInfer calls. */
   readonly streaming?: boolean;
+  /** gRPC streaming to a decoupled model: a request is done at its response marked `triton_final_response`. */
+  readonly decoupled?: boolean;
   /** gRPC metadata sent with every call (HTTP headers are part of the pre-encoded requests). */
   readonly metadata?: Readonly<Record<string, string>>;
 }

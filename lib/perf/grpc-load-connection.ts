@@ -57,9 +57,12 @@ export class GrpcLoadChannel {
     };
   }
 
-  /** A connection that is one ModelStreamInfer stream: a request is done at its (first) response. */
+  /**
+   * A connection that is one ModelStreamInfer stream: a request is done at its response, or, for a decoupled model,
+   * at its response marked final.
+   */
   stream(): LoadConnection {
-    return new GrpcStreamConnection(this);
+    return new GrpcStreamConnection(this, this.target.decoupled === true);
   }
 
   /** Opens a call to `path`; the HTTP/2 session is opened at the first call, and again after it ends. */
@@ -126,7 +129,10 @@ class GrpcStreamConnection implements LoadConnection {
   /** The server answers one request per stream. */
   private streamPerRequest = false;
 
-  constructor(private readonly channel: GrpcLoadChannel) {}
+  constructor(
+    private readonly channel: GrpcLoadChannel,
+    private readonly decoupled: boolean,
+  ) {}
 
   send(request: Uint8Array, done: (problem?: string) => void): void {
     this.done = done;
@@ -172,7 +178,9 @@ class GrpcStreamConnection implements LoadConnection {
     while (data.length >= PREFIX_BYTES) {
       const end = PREFIX_BYTES + data.readUInt32BE(1);
       if (data.length < end) break;
-      this.finish(streamError(data.subarray(PREFIX_BYTES, end)));
+      const message = data.subarray(PREFIX_BYTES, end);
+      const problem = streamError(message);
+      if (problem !== undefined || !this.decoupled || isFinalResponse(message)) this.finish(problem);
       data = data.subarray(end);
     }
     this.buffered = data.length > 0 ? data : undefined;
@@ -212,4 +220,43 @@ function varint(bytes: Buffer, pos: number): [number, number] {
     if (byte < 0x80) return [value, pos + 1];
   }
   return [value, pos];
+}
+
+/**
+ * Whether a serialized ModelStreamInferResponse is its request's last: its `infer_response` (field 2) has the
+ * parameter `triton_final_response` (map field 4) true, or has no such parameter (as Triton's own clients read it).
+ */
+function isFinalResponse(message: Buffer): boolean {
+  const response = protoField(message, 2);
+  if (!response) return true;
+  for (const entry of protoFields(response, 4)) {
+    if (protoField(entry, 1)?.toString('utf8') !== 'triton_final_response') continue;
+    const value = protoField(entry, 2);
+    return value !== undefined && value.length >= 2 && value[0] === 0x08 && value[1] !== 0; // InferParameter.bool_param
+  }
+  return true;
+}
+
+/** The first length-delimited field `field` of a message, if any. */
+function protoField(message: Buffer, field: number): Buffer | undefined {
+  for (const value of protoFields(message, field)) return value;
+  return undefined;
+}
+
+/** The length-delimited fields numbered `field` of a message, in order; other fields are skipped by their wire type. */
+function* protoFields(message: Buffer, field: number): Generator<Buffer> {
+  let pos = 0;
+  while (pos < message.length) {
+    const [tag, afterTag] = varint(message, pos);
+    const wire = tag % 8;
+    pos = afterTag;
+    if (wire === 0) pos = varint(message, pos)[1];
+    else if (wire === 1) pos += 8;
+    else if (wire === 5) pos += 4;
+    else if (wire === 2) {
+      const [length, start] = varint(message, pos);
+      pos = start + length;
+      if (Math.floor(tag / 8) === field) yield message.subarray(start, pos);
+    } else return; // groups (3, 4) are not in these messages
+  }
 }

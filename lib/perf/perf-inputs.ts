@@ -27,6 +27,8 @@ export interface ModelInputs {
   readonly maxBatchSize: number;
   /** The model has a sequence batcher: requests need sequence id, start and end. */
   readonly sequence: boolean;
+  /** The model is decoupled: any number of responses per request, the last one marked final. */
+  readonly decoupled: boolean;
   readonly inputs: readonly InputSpec[];
 }
 
@@ -35,7 +37,7 @@ const STRING_LENGTH = 128;
 
 /** The inputs of a model, with `--shape` checked against the metadata: rank and every fixed dimension must match. */
 export function modelInputs(metadata: ModelMetadata, config: ModelConfigJson, shapes: Readonly<Record<string, readonly number[]>>): ModelInputs {
-  const configJson = config as { max_batch_size?: number; sequence_batching?: unknown; input?: { name: string; optional?: boolean }[] };
+  const configJson = config as { max_batch_size?: number; sequence_batching?: unknown; model_transaction_policy?: { decoupled?: boolean }; input?: { name: string; optional?: boolean }[] };
   const maxBatchSize = Number(configJson.max_batch_size ?? 0);
   for (const name of Object.keys(shapes)) {
     if (!metadata.inputs.some((i) => i.name === name)) {
@@ -59,7 +61,8 @@ export function modelInputs(metadata: ModelMetadata, config: ModelConfigJson, sh
     const optional = configJson.input?.find((c) => c.name === input.name)?.optional === true;
     return { name: input.name, datatype: input.datatype, shape, optional };
   });
-  return { maxBatchSize, sequence: configJson.sequence_batching !== undefined && configJson.sequence_batching !== null, inputs };
+  const sequence = configJson.sequence_batching !== undefined && configJson.sequence_batching !== null;
+  return { maxBatchSize, sequence, decoupled: configJson.model_transaction_policy?.decoupled === true, inputs };
 }
 
 /** The input data a run sends: `zero`, `random`, or a perf_analyzer JSON data file. */

@@ -10,6 +10,7 @@ import { invalidConfig, TritonError } from '../base/errors';
 import { createTransport } from '../client/create-transport';
 import type { CallSettings, ClientTransport } from '../client/client-transport';
 import type { ModelConfigJson } from '../config/triton-model-config';
+import type { ParameterValue } from '../protocol/infer-parameter';
 import type { ModelMetadata } from '../protocol/model-metadata';
 import type { ConnectionTarget } from './connection-target';
 import { joinCollected, LoadPool, splitCollected, type Collected } from './load-pool';
@@ -46,6 +47,9 @@ export async function runPerf(options: PerfOptions, onProgress?: (p: PerfProgres
   try {
     const extensions = await serverExtensions(transport, options, settings);
     const model = await describeModel(transport, options, settings);
+    if (model.decoupled && !options.streaming) {
+      throw invalidConfig(`model '${target.model}' is decoupled (any number of responses per request): measure it with -i grpc --streaming`);
+    }
     if (model.sequence && options.loads.some((l) => l.kind !== 'concurrency')) {
       throw invalidConfig(`--request-rate-range is not supported for a sequence model ('${target.model}'): use --concurrency-range`);
     }
@@ -70,6 +74,7 @@ export async function runPerf(options: PerfOptions, onProgress?: (p: PerfProgres
       port: address.port,
       ...(target.tls && { tls: { ...target.tls, verifyPeer: target.tls.verifyPeer ?? true, verifyHost: target.tls.verifyHost ?? true } }),
       ...(options.streaming && { streaming: true }),
+      ...(options.streaming && model.decoupled && { decoupled: true }),
       ...(target.protocol === 'grpc' && target.headers && { metadata: target.headers }),
     };
     const threads = options.maxThreads ?? Math.max(1, Math.min(4, Math.floor(availableParallelism() / 2)));
@@ -224,7 +229,9 @@ async function statsReader(transport: ClientTransport, model: string, version: s
 
 /** The pre-encoded requests of one step: shared by every lane, or a sequence per lane for a sequence model. */
 function stepRequests(model: ModelInputs, load: PerfLoad, frame: RequestFrame, inputs: readonly (readonly RequestInput[])[], options: PerfOptions): StepRequests {
-  if (!model.sequence) return { shared: inputs.map((i) => encodeRequest(frame, i)) };
+  // A decoupled model is asked to mark its last response, even when it has nothing more to send.
+  const parameters: Record<string, ParameterValue> = model.decoupled ? { triton_enable_empty_final_response: true } : {};
+  if (!model.sequence) return { shared: inputs.map((i) => encodeRequest(frame, i, parameters)) };
   if (load.kind !== 'concurrency') throw new TritonError('INTERNAL', 'a sequence model is measured in closed loop only');
   const length = options.sequenceLength ?? PERF_DEFAULTS.sequenceLength;
   const firstId = options.sequenceIdStart ?? 1;
@@ -232,6 +239,7 @@ function stepRequests(model: ModelInputs, load: PerfLoad, frame: RequestFrame, i
     perLane: Array.from({ length: load.concurrency }, (_, lane) =>
       Array.from({ length }, (_, k) =>
         encodeRequest(frame, inputs[k % inputs.length] as readonly RequestInput[], {
+          ...parameters,
           sequence_id: firstId + lane,
           ...(k === 0 && { sequence_start: true }),
           ...(k === length - 1 && { sequence_end: true }),

@@ -1,10 +1,11 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Triton, type TritonConfigInit } from 'tstriton';
 import { bindAddSub } from '../../examples/add-sub/model';
 import { bindSequenceAccumulate } from '../../examples/sequence/model';
+import { bindStreamTokens } from '../../examples/streaming/model';
 import { runPerf } from '../../lib/perf/run-perf';
 import type { PerfOptions, PerfReport } from '../../lib/perf/perf-types';
 import { makeTestCertificates, type TestCertificates } from '../helpers/certificates';
@@ -80,16 +81,20 @@ describe.each([
   ['two front-end threads', 2],
 ])('tstriton perf against a tstriton server (%s)', (_, httpThreadCount) => {
   let triton: Triton;
+  let dir: string;
 
   beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'tstriton-perf-'));
     triton = track(new Triton({ ...CONFIG, httpThreadCount }));
     bindAddSub(triton);
     bindSequenceAccumulate(triton);
+    bindStreamTokens(triton);
     await triton.run();
   });
 
   afterAll(async () => {
     await triton?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   const target = (protocol: 'http' | 'grpc', model = 'add_sub') => ({
@@ -130,6 +135,23 @@ describe.each([
   it('streams over gRPC ModelStreamInfer', async () => {
     const { report, serverDelta } = await measured(triton, { target: target('grpc'), streaming: true, loads: [{ kind: 'concurrency', concurrency: 2 }], ...MEASURE });
     expectCountsMatch(report, serverDelta);
+  });
+
+  it('streams to a decoupled model, a request done at its final response', async () => {
+    const data = join(dir, 'prompts.json');
+    writeFileSync(data, JSON.stringify({ data: [{ PROMPT: ['one two three'] }, { PROMPT: ['four five'] }] }));
+    const { report, serverDelta } = await measured(triton, { target: target('grpc', 'stream_tokens'), streaming: true, inputData: { file: data }, loads: [{ kind: 'concurrency', concurrency: 2 }], ...MEASURE });
+    expectCountsMatch(report, serverDelta);
+    // The model waits 20 ms before each word (examples/streaming/model.ts): a request of two or three words ends
+    // 40 ms or more after it starts, where one counted done at its first response would end after 20.
+    expect(report.steps[0]!.latencyUs.min).toBeGreaterThanOrEqual(40_000);
+  });
+
+  it('refuses a decoupled model without --streaming', async () => {
+    await expect(runPerf({ target: target('http', 'stream_tokens'), loads: [{ kind: 'concurrency', concurrency: 1 }], ...MEASURE })).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+      message: "model 'stream_tokens' is decoupled (any number of responses per request): measure it with -i grpc --streaming",
+    });
   });
 
   it('runs an open loop at a request rate, constant and Poisson', async () => {
