@@ -30,6 +30,8 @@ export interface BenchOutcome {
   appendix?: string;
   write: boolean;
   allMet: boolean;
+  /** The page of docs/ that holds the block (performance.md by default). */
+  page?: string;
 }
 
 /**
@@ -55,7 +57,7 @@ export function runBench(name: string, watchdogMs: number, main: (ctx: BenchCont
       clearTimeout(watchdog);
       killChildren();
       process.stdout.write(`\n${out.body}\n${out.appendix ?? ''}`);
-      if (out.write) log(`${name}: wrote the ${out.key} block of ${path.relative(repoRoot(), writeDocBlock(out.key, out.body))}`);
+      if (out.write) log(`${name}: wrote the ${out.key} block of ${path.relative(repoRoot(), writeDocBlock(out.key, out.body, out.page))}`);
       log(`${name}: ${out.allMet ? 'all bars met' : 'some bars NOT met'} (${ctx.elapsedS().toFixed(0)} s)`);
     },
     (err: unknown) => {

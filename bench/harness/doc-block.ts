@@ -14,9 +14,9 @@ export function docBlock(key: string, body: string): string {
   return `<!-- ${key}:start -->\n${body.replace(/\n+$/, '')}\n<!-- ${key}:end -->`;
 }
 
-/** Replaces the `key` block (markers kept) in docs/performance.md, or appends it; returns the file's path. */
-export function writeDocBlock(key: string, body: string): string {
-  const doc = path.join(repoRoot(), 'docs', 'performance.md');
+/** Replaces the `key` block (markers kept) in docs/`page` (performance.md by default), or appends it; returns the file's path. */
+export function writeDocBlock(key: string, body: string, page = 'performance.md'): string {
+  const doc = path.join(repoRoot(), 'docs', page);
   const start = `<!-- ${key}:start -->`;
   const end = `<!-- ${key}:end -->`;
   mkdirSync(path.dirname(doc), { recursive: true });

@@ -2,11 +2,11 @@
  * Writes the peers block of docs/performance.md for bench/peers/run.py, through the same harness as the other
  * benches (bench/harness/doc-block.ts): the block's title, the provenance lines, then the body run.py made.
  *
- *   node dist/bench/peers/write-block.js [--print] [--block KEY] < block.json
+ *   node dist/bench/peers/write-block.js [--print] [--block KEY] [--page PAGE] < block.json
  *
  * block.json: `{ title, startedAt, command, source, loads: [before, after], loadNote, body }`. With `--print` the
  * block goes to stdout and the file is left as it is. `--block` names the block (default `peers`; bench/peers/floor.py
- * writes `peers-floor`).
+ * writes `peers-floor`); `--page` the page of docs/ (default performance.md; bench/perf/compare.py writes perf.md).
  */
 import { readFileSync } from 'node:fs';
 import { docBlock, provenanceLines, writeDocBlock } from '../harness/doc-block';
@@ -39,8 +39,10 @@ function main(): void {
   ].join('\n');
   const at = process.argv.indexOf('--block');
   const key = at >= 0 ? (process.argv[at + 1] ?? 'peers') : 'peers';
+  const pageAt = process.argv.indexOf('--page');
+  const page = pageAt >= 0 ? process.argv[pageAt + 1] : undefined;
   if (process.argv.includes('--print')) process.stdout.write(`${docBlock(key, text)}\n`);
-  else process.stdout.write(`${writeDocBlock(key, text)}\n`);
+  else process.stdout.write(`${writeDocBlock(key, text, page)}\n`);
 }
 
 main();

@@ -12,6 +12,15 @@ export const USAGE_EXIT_CODE = 2;
  * the exit code. A failure is one line on stderr, `tstriton: <what was wrong>`.
  */
 export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  if (argv[0] === 'perf') {
+    // perf_analyzer's flags (-m, -u, -i, ...), read by perf's own parser; loaded on demand like the server.
+    try {
+      const { perf } = await import('../perf/perf-command');
+      return await perf(argv.slice(1));
+    } catch (err) {
+      return fail(err);
+    }
+  }
   let args: ParsedArgs;
   try {
     args = parseArgs(argv);

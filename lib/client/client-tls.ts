@@ -6,4 +6,6 @@ export interface ClientTlsOptions {
   cert?: string | Buffer;
   /** Private key of `cert`. */
   key?: string | Buffer;
+  /** HTTPS: false accepts a server certificate that does not chain to `ca` (for tests against self-signed servers). */
+  rejectUnauthorized?: boolean;
 }

@@ -13,6 +13,14 @@ export interface CallSettings {
   readonly headers?: Readonly<Record<string, string>>;
 }
 
+/** What a server says of itself: `GET /v2` and gRPC ServerMetadata. */
+export interface ServerMetadata {
+  readonly name: string;
+  readonly version: string;
+  /** The protocol extensions it supports: `binary_tensor_data`, `statistics`, `system_shared_memory`, ... */
+  readonly extensions: readonly string[];
+}
+
 /** One inference request as the client sends it. */
 export interface ClientInferRequest {
   readonly modelName: string;
@@ -80,11 +88,25 @@ export interface ClientTransport {
   /** The URL the transport talks to, for messages. */
   readonly url: string;
   serverReady(settings: CallSettings): Promise<boolean>;
+  /** The server's name, version and the protocol extensions it supports (`GET /v2`, gRPC ServerMetadata). */
+  serverMetadata(settings: CallSettings): Promise<ServerMetadata>;
   /** False if the model is not ready or not known. */
   modelReady(name: string, version: string, settings: CallSettings): Promise<boolean>;
   modelMetadata(name: string, version: string, settings: CallSettings): Promise<ModelMetadata>;
   /** The model config in its JSON form (snake_case, `TYPE_*` enums, numbers), as `GET .../config` returns it. */
   modelConfig(name: string, version: string, settings: CallSettings): Promise<ModelConfigJson>;
+  /**
+   * The statistics extension's answer for a model (every version when `version` is empty) in its JSON form
+   * (`{"model_stats": [...]}`, snake_case), as `GET .../stats` returns it; gRPC ModelStatistics reads the same.
+   */
+  modelStatistics(name: string, version: string, settings: CallSettings): Promise<unknown>;
+  /**
+   * Registers `byteSize` bytes at `offset` of the POSIX shared-memory object `key` (`/name`, a file of /dev/shm)
+   * as the system shared-memory region `name` (Triton's system shared-memory extension).
+   */
+  registerSystemSharedMemory(name: string, key: string, offset: number, byteSize: number, settings: CallSettings): Promise<void>;
+  /** Unregisters the system shared-memory region `name`. */
+  unregisterSystemSharedMemory(name: string, settings: CallSettings): Promise<void>;
   infer(request: ClientInferRequest, settings: CallSettings): Promise<ClientInferResponse>;
   /**
    * Streams one request's responses: gRPC ModelStreamInfer, or the HTTP generate extension's SSE. Nothing is

@@ -18,7 +18,7 @@ import { decodeTensorContents } from '../protocol/tensor-contents';
 import { decodeBinary, encodeBinary } from '../tensor/binary-codec';
 import { isDataType } from '../tensor/dtype';
 import { ClientError, abortedError } from './client-error';
-import type { CallSettings, ClientInferRequest, ClientInferResponse, ClientStreamRequest, ClientStreamResponse, ClientTransport, StreamSettings } from './client-transport';
+import type { CallSettings, ClientInferRequest, ClientInferResponse, ClientStreamRequest, ClientStreamResponse, ClientTransport, ServerMetadata, StreamSettings } from './client-transport';
 import { guardedStream, type WireStream } from './guarded-stream';
 
 /** KServe v2 over gRPC (`inference.GRPCInferenceService`), tensors in `raw_input_contents`. */
@@ -42,6 +42,11 @@ export class GrpcClientTransport implements ClientTransport {
     return (await this.unary<object, { ready: boolean }>('ServerReady', {}, settings)).ready;
   }
 
+  async serverMetadata(settings: CallSettings): Promise<ServerMetadata> {
+    const m = await this.unary<object, ServerMetadata>('ServerMetadata', {}, settings);
+    return { name: m.name, version: m.version, extensions: [...m.extensions] };
+  }
+
   async modelReady(name: string, version: string, settings: CallSettings): Promise<boolean> {
     try {
       return (await this.unary<ModelRequestMessage, { ready: boolean }>('ModelReady', { name, version }, settings)).ready;
@@ -61,6 +66,18 @@ export class GrpcClientTransport implements ClientTransport {
   async modelConfig(name: string, version: string, settings: CallSettings): Promise<ModelConfigJson> {
     const { config } = await this.unary<ModelRequestMessage, ModelConfigResponseMessage>('ModelConfig', { name, version }, settings);
     return withoutNulls(config ?? {}) as ModelConfigJson;
+  }
+
+  async modelStatistics(name: string, version: string, settings: CallSettings): Promise<unknown> {
+    return await this.unary<ModelRequestMessage, unknown>('ModelStatistics', { name, version }, settings);
+  }
+
+  async registerSystemSharedMemory(name: string, key: string, offset: number, byteSize: number, settings: CallSettings): Promise<void> {
+    await this.unary('SystemSharedMemoryRegister', { name, key, offset, byte_size: byteSize }, settings);
+  }
+
+  async unregisterSystemSharedMemory(name: string, settings: CallSettings): Promise<void> {
+    await this.unary('SystemSharedMemoryUnregister', { name }, settings);
   }
 
   async infer(request: ClientInferRequest, settings: CallSettings): Promise<ClientInferResponse> {

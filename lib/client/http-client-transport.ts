@@ -20,6 +20,7 @@ import type {
   ClientStreamResponse,
   ClientTransport,
   OutputSpec,
+  ServerMetadata,
   StreamSettings,
 } from './client-transport';
 import { guardedStream, type WireStream } from './guarded-stream';
@@ -37,12 +38,17 @@ export class HttpClientTransport implements ClientTransport {
     private readonly base: URL,
     tls: ClientTlsOptions = {},
   ) {
-    this.agent = base.protocol === 'https:' ? new https.Agent({ keepAlive: true, ca: tls.ca, cert: tls.cert, key: tls.key }) : new http.Agent({ keepAlive: true });
+    this.agent = base.protocol === 'https:' ? new https.Agent({ keepAlive: true, ca: tls.ca, cert: tls.cert, key: tls.key, ...(tls.rejectUnauthorized === false && { rejectUnauthorized: false }) }) : new http.Agent({ keepAlive: true });
   }
 
   async serverReady(settings: CallSettings): Promise<boolean> {
     const answer = await this.get('/v2/health/ready', settings);
     return answer.status === 200;
+  }
+
+  async serverMetadata(settings: CallSettings): Promise<ServerMetadata> {
+    const m = json(await this.ok(this.get('/v2', settings))) as Partial<ServerMetadata>;
+    return { name: String(m.name ?? ''), version: String(m.version ?? ''), extensions: Array.isArray(m.extensions) ? m.extensions.map(String) : [] };
   }
 
   async modelReady(name: string, version: string, settings: CallSettings): Promise<boolean> {
@@ -56,6 +62,19 @@ export class HttpClientTransport implements ClientTransport {
 
   async modelConfig(name: string, version: string, settings: CallSettings): Promise<ModelConfigJson> {
     return json(await this.ok(this.get(`${modelPath(name, version)}/config`, settings))) as ModelConfigJson;
+  }
+
+  async modelStatistics(name: string, version: string, settings: CallSettings): Promise<unknown> {
+    return json(await this.ok(this.get(`${modelPath(name, version)}/stats`, settings)));
+  }
+
+  async registerSystemSharedMemory(name: string, key: string, offset: number, byteSize: number, settings: CallSettings): Promise<void> {
+    const body = Buffer.from(JSON.stringify({ key, offset, byte_size: byteSize }), 'utf8');
+    await this.ok(httpExchange(this.agent, this.base, { method: 'POST', path: `/v2/systemsharedmemory/region/${encodeURIComponent(name)}/register`, headers: { 'Content-Type': 'application/json' }, body: [body] }, settings));
+  }
+
+  async unregisterSystemSharedMemory(name: string, settings: CallSettings): Promise<void> {
+    await this.ok(httpExchange(this.agent, this.base, { method: 'POST', path: `/v2/systemsharedmemory/region/${encodeURIComponent(name)}/unregister` }, settings));
   }
 
   async infer(request: ClientInferRequest, settings: CallSettings): Promise<ClientInferResponse> {
