@@ -6,7 +6,7 @@
  * server holds most of the flood at once for the seconds it takes to run through it.
  *
  *   npm run build && node dist/bench/flood/run.js [--threads 1,2 --floods 4 --starts 100000 --streams 4
- *     --strategy oldest --settle 15 --idle-collection MB --snapshots DIR]
+ *     --strategy oldest --settle 20 --idle-collection MB --snapshots DIR]
  *
  * For each thread count, one server child; its RSS (from /proc) before the first flood, then for each flood the
  * peak (VmHWM, reset before the flood through /proc/<pid>/clear_refs) and what is left once every answer has come
@@ -48,7 +48,7 @@ function parseOptions(): Options {
     starts: { type: 'number', default: 100_000, help: 'STARTs in a flood' },
     streams: { type: 'number', default: 4, help: 'gRPC streams a flood is spread over' },
     strategy: { type: 'list', default: ['oldest'], help: 'the sequence batcher: oldest or direct' },
-    settle: { type: 'number', default: 15, help: 'seconds the server idles after a flood before its RSS is read and the next flood starts (the idle collection runs after 10 s of quiet)' },
+    settle: { type: 'number', default: 20, help: 'seconds the server idles after a flood before its RSS is read and the next flood starts (the idle collection runs after 10 s of quiet)' },
     snapshots: { type: 'list', default: [], help: 'a folder for heap snapshots of every thread, before and after' },
     'idle-collection': { type: 'number', default: -1, help: "the server's idleCollectionMegabytes (-1: the server's default)" },
   });
