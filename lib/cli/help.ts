@@ -9,6 +9,7 @@ const USAGE: Record<Command | 'main', string> = {
     'Commands:',
     '  serve    serve model repositories, modules and .onnx files over HTTP and gRPC (KServe v2)',
     '  config   print the config.pbtxt of an .onnx file',
+    '  analyze  find the batching, instances and threads that serve a model best within a latency budget',
     '',
     '  tstriton serve --model-repository ./models',
     '  tstriton serve model.onnx --max-batch-size 8',

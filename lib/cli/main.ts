@@ -12,6 +12,15 @@ export const USAGE_EXIT_CODE = 2;
  * the exit code. A failure is one line on stderr, `tstriton: <what was wrong>`.
  */
 export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  if (argv[0] === 'analyze') {
+    // Flags of its own (lib/analyze/analyze-flags.ts); loaded only when asked for, with its plotting libraries.
+    try {
+      const { analyzeCommand } = await import('../analyze/analyze-command');
+      return await analyzeCommand(argv.slice(1));
+    } catch (err) {
+      return fail(err);
+    }
+  }
   let args: ParsedArgs;
   try {
     args = parseArgs(argv);
