@@ -5,7 +5,9 @@ import { parseAnalyzeArgs, analyzeHelp, type MeasureWith } from './analyze-flags
 import type { MeasureFn } from './analyze-types';
 import { perfAnalyzerMeasure } from './perf-analyzer-measure';
 import { ProgressBar } from './progress-bar';
+import { resultText } from './report/report-markdown';
 import { writeReport } from './report/write-report';
+import { candidateChanges } from './candidate';
 
 /** The exit code of a run stopped by SIGINT, as a shell reports one (128 + 2). */
 const INTERRUPTED_EXIT_CODE = 130;
@@ -37,7 +39,13 @@ export async function analyzeCommand(argv: readonly string[]): Promise<number> {
   const bar = process.stderr.isTTY ? new ProgressBar(process.stderr, options.timeBudgetMs) : undefined;
   let run;
   try {
-    run = await analyze(options, measure, interrupt.signal, (p) => bar?.update(p));
+    run = await analyze(options, measure, interrupt.signal, {
+      progress: (p) => bar?.update(p),
+      // Without a terminal, one line per candidate, for logs.
+      measured: (model, result, base) => {
+        if (!bar) process.stderr.write(`measured ${model}: ${result.isDefault ? 'as bound' : candidateChanges(result.candidate, base)}: ${resultText(result, options.objective)}\n`);
+      },
+    });
   } finally {
     bar?.stop();
     process.off('SIGINT', onSignal);

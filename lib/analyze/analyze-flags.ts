@@ -3,6 +3,7 @@ import { availableParallelism } from 'node:os';
 import { invalidConfig } from '../base/errors';
 import type { AnalyzeOptions } from './analyze-types';
 import { PERCENTILES, type Percentile } from './objective';
+import { checkBounds } from './search-space';
 
 /** How `tstriton analyze` measures: with Triton's perf_analyzer. */
 export type MeasureWith = 'perf_analyzer';
@@ -111,7 +112,9 @@ export function parseAnalyzeArgs(argv: readonly string[], cwd = process.cwd()): 
   if (modules.length === 0 && repositories.length === 0) throw invalidConfig('nothing to analyze: give --module or --model-repository (see tstriton analyze --help)');
   const models = read.strings('model');
   if (models.length === 0) throw invalidConfig('give the model to analyze: --model name (see tstriton analyze --help)');
-  return { help, ...readOptions(read, cwd, { modules, repositories, models }) };
+  const line = { help, ...readOptions(read, cwd, { modules, repositories, models }) };
+  checkBounds(line.options.bounds);
+  return line;
 }
 
 /** The run's options from the flags, with the served source and models (empty for `--help`). */

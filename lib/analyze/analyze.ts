@@ -18,10 +18,18 @@ interface RunState {
   /** Aborted by SIGINT. */
   readonly interrupt: AbortSignal;
   readonly deadline: number;
-  readonly onProgress: (progress: AnalyzeProgress) => void;
+  readonly listeners: AnalyzeListeners;
   /** Wall time of each candidate measured so far, to tell whether another fits. */
   readonly durations: number[];
   outOfTime: boolean;
+}
+
+/** What a run tells as it goes. */
+export interface AnalyzeListeners {
+  /** The candidate under way and what it is doing. */
+  readonly progress?: (progress: AnalyzeProgress) => void;
+  /** A candidate is measured (its server stopped). */
+  readonly measured?: (model: string, result: CandidateResult, base: Candidate) => void;
 }
 
 /**
@@ -32,9 +40,9 @@ interface RunState {
  * @throws TritonError `INVALID_CONFIG` when the module or repository does not load, a model is not served, or the
  * bounds leave no candidate: before anything is measured for that model.
  */
-export async function analyze(options: AnalyzeOptions, measure: MeasureFn, interrupt: AbortSignal, onProgress: (progress: AnalyzeProgress) => void = () => {}): Promise<AnalyzeRun> {
+export async function analyze(options: AnalyzeOptions, measure: MeasureFn, interrupt: AbortSignal, listeners: AnalyzeListeners = {}): Promise<AnalyzeRun> {
   const started = performance.now();
-  const state: RunState = { options, measure, interrupt, deadline: started + options.timeBudgetMs, onProgress, durations: [], outOfTime: false };
+  const state: RunState = { options, measure, interrupt, deadline: started + options.timeBudgetMs, listeners, durations: [], outOfTime: false };
   const kinds = options.bounds.kinds ?? ['cpu', ...(await queryGpus('nvidia-smi')).map((g) => `gpu:${g.index}`)];
   const models: ModelAnalysis[] = [];
   for (const [i, model] of options.models.entries()) {
@@ -53,7 +61,7 @@ async function analyzeModel(state: RunState, model: string, kinds: readonly stri
   const measured = new Map<string, CandidateResult>();
   let count = 0;
   const progress = (label: string, planned: number | undefined) => (p: Omit<AnalyzeProgress, 'model' | 'candidate' | 'candidates' | 'label' | 'timeLeftMs'>) =>
-    state.onProgress({ model, candidate: count, ...(planned !== undefined && { candidates: planned }), label, timeLeftMs: Math.max(0, state.deadline - performance.now()), ...p });
+    state.listeners.progress?.({ model, candidate: count, ...(planned !== undefined && { candidates: planned }), label, timeLeftMs: Math.max(0, state.deadline - performance.now()), ...p });
 
   // The model as bound: its server also says whether the model exists and what its config is.
   count = 1;
@@ -69,6 +77,7 @@ async function analyzeModel(state: RunState, model: string, kinds: readonly stri
     space = searchSpace({ ...options.bounds, kinds }, base);
     const first = await measureOn(state, server, model, base, true, deadline, progress('as bound', undefined));
     results.push({ ...first, servedConfig, durationMs: performance.now() - startedAt });
+    state.listeners.measured?.(model, results[0] as CandidateResult, base);
   } finally {
     await server.stop();
   }
@@ -88,6 +97,7 @@ async function analyzeModel(state: RunState, model: string, kinds: readonly stri
     count += 1;
     const result = await runCandidate(state, model, candidate, base, results.length, deadline, progress(candidateChanges(candidate, base), planned));
     results.push(result);
+    state.listeners.measured?.(model, result, base);
     measured.set(key, result);
     state.durations.push(result.durationMs);
     return state.interrupt.aborted ? undefined : result;

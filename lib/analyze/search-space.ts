@@ -42,6 +42,15 @@ export function searchSpace(bounds: SearchBounds, base: Candidate): SearchSpace 
   return space;
 }
 
+/**
+ * Checks the bounds alone, before any server runs, as for a model that batches.
+ *
+ * @throws TritonError `INVALID_CONFIG` naming the bound that leaves no candidate.
+ */
+export function checkBounds(bounds: Omit<SearchBounds, 'kinds'> & { readonly kinds?: readonly string[] }): void {
+  searchSpace({ ...bounds, kinds: bounds.kinds ?? ['cpu'] }, { maxBatchSize: 1, maxQueueDelayMicroseconds: 0, instanceCount: 1, kind: 'cpu', httpThreadCount: 1 });
+}
+
 /** How many candidates the full grid holds. */
 export function gridSize(space: SearchSpace): number {
   return DIMENSIONS.reduce((n, d) => n * space[d].length, 1);
