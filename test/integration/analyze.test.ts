@@ -33,9 +33,9 @@ function cleanEnv(): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('TSTRITON_')));
 }
 
-function runAnalyze(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+function runAnalyze(args: string[], nodeArgs: string[] = []): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, [...CLI, 'analyze', ...args], { cwd: ROOT, env: exitingWithParent(cleanEnv()), maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
+    const child = execFile(process.execPath, [...nodeArgs, ...CLI, 'analyze', ...args], { cwd: ROOT, env: exitingWithParent(cleanEnv()), maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
       resolve({ code: err ? Number((err as { code?: unknown }).code ?? 1) : 0, stdout, stderr });
     });
     track(child);
@@ -123,6 +123,17 @@ describe('tstriton analyze', () => {
     const report = readFileSync(join(out, 'report.md'), 'utf8');
     expect(report).toContain('interrupted (SIGINT)');
     expect(existsSync(join(out, '.servers'))).toBe(false);
+  });
+
+  it('writes the report without plots, and says how to add them, where vega is not installed', async () => {
+    const hide = ['--require', join(ROOT, 'test/fixtures/analyze/without-vega.js')];
+    const { code, stderr } = await runAnalyze([...SMALL, '--max-model-batch-size', '1', '--time-budget', '120s', '--output-dir', out], hide);
+    expect(code).toBe(0);
+    const notes = stderr.split('\n').filter((l) => l.startsWith('tstriton: '));
+    expect(notes).toEqual(['tstriton: plots left out: vega and vega-lite are not installed (npm install vega vega-lite)']);
+    expect(readFileSync(join(out, 'report.md'), 'utf8')).toContain('plots left out: vega and vega-lite are not installed (npm install vega vega-lite)');
+    expect(existsSync(join(out, 'results.csv'))).toBe(true);
+    expect(existsSync(join(out, 'double', 'throughput-latency.svg'))).toBe(false);
   });
 
   it.each([
