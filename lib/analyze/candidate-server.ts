@@ -46,9 +46,9 @@ const STOP_GRACE_MS = 5_000;
 
 /**
  * Starts `tstriton serve` for one candidate, in a child process of the same Node and the same tstriton as this one,
- * on ports the system picks on 127.0.0.1, and resolves once it logs that it serves. A module is served through a
- * generated `--module` that applies the candidate to the model (candidate-module.ts); a repository through a copy
- * made of links with the model's config.pbtxt rewritten (candidate-repository.ts).
+ * on ports the system picks on 127.0.0.1, and resolves once it logs that it serves. A generated `--module` comes
+ * first: it applies the candidate to the model as the user's modules bind it (candidate-module.ts); a repository is
+ * served through a copy made of links with the model's config.pbtxt rewritten (candidate-repository.ts).
  *
  * @throws Error with the server's last lines of stderr when it exits before serving (a module or repository that
  * does not load), or when it does not serve within `startTimeoutMs` (then it is killed).
@@ -100,14 +100,12 @@ export async function startCandidateServer(launch: CandidateLaunch): Promise<Can
 function serveArgs(launch: CandidateLaunch): string[] {
   const { source, overrides } = launch;
   const repositories = overrides && source.repositories.length > 0 ? writeCandidateRepositories(source.repositories, launch.model, overrides, launch.dir) : source.repositories;
-  const args = repositories.flatMap((r) => ['--model-repository', r]);
-  if (source.modules.length > 0) {
-    const spec: CandidateModuleSpec = { modules: source.modules, model: launch.model, overrides: overrides ?? {}, parentPid: process.pid };
-    const file = path.join(launch.dir, 'candidate-module.cjs');
-    const module = path.join(__dirname, `candidate-module${path.extname(__filename)}`);
-    fs.writeFileSync(file, `'use strict';\n// The models of one tstriton analyze candidate.\nmodule.exports = require(${JSON.stringify(module)}).candidateModule(${JSON.stringify(spec)});\n`);
-    args.push('--module', file);
-  }
+  // The generated module comes first: it sets up the server for the user's modules after it.
+  const spec: CandidateModuleSpec = { model: launch.model, overrides: overrides ?? {}, parentPid: process.pid };
+  const file = path.join(launch.dir, 'candidate-module.cjs');
+  const module = path.join(__dirname, `candidate-module${path.extname(__filename)}`);
+  fs.writeFileSync(file, `'use strict';\n// One tstriton analyze candidate: its model's overrides.\nmodule.exports = require(${JSON.stringify(module)}).candidateModule(${JSON.stringify(spec)});\n`);
+  const args = ['--module', file, ...source.modules.flatMap((m) => ['--module', m]), ...repositories.flatMap((r) => ['--model-repository', r])];
   if (launch.httpThreadCount !== undefined) args.push('--http-thread-count', String(launch.httpThreadCount));
   args.push('--http-address', '127.0.0.1', '--grpc-address', '127.0.0.1', '--http-port', '0', '--grpc-port', '0', '--allow-metrics', 'false', '--log-format', 'json', '--log-info', 'true');
   return args;

@@ -93,7 +93,8 @@ describe('tstriton analyze', () => {
     expect(throughputLatency).toContain('role-mark');
     expect(throughputLatency).toContain('p95 latency (ms)');
     expect(throughputLatency).toContain('throughput (infer/s)');
-    expect(throughputLatency).toContain('as bound');
+    // One line per config: each config whose best step is in results.csv is named in the plot's marks.
+    for (const r of rows.filter((r) => r.throughput_infer_per_s !== '')) expect(throughputLatency).toContain(`config: ${r.config};`);
     const concurrency = parseSvg(join(out, 'double', 'concurrency.svg'));
     expect(concurrency).toContain('concurrency');
     expect(concurrency).toContain('p95 latency (ms)');
