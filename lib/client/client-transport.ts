@@ -85,6 +85,11 @@ export interface ClientTransport {
   modelMetadata(name: string, version: string, settings: CallSettings): Promise<ModelMetadata>;
   /** The model config in its JSON form (snake_case, `TYPE_*` enums, numbers), as `GET .../config` returns it. */
   modelConfig(name: string, version: string, settings: CallSettings): Promise<ModelConfigJson>;
+  /**
+   * The statistics extension's answer for a model (every version when `version` is empty) in its JSON form
+   * (`{"model_stats": [...]}`, snake_case), as `GET .../stats` returns it; gRPC ModelStatistics reads the same.
+   */
+  modelStatistics(name: string, version: string, settings: CallSettings): Promise<unknown>;
   infer(request: ClientInferRequest, settings: CallSettings): Promise<ClientInferResponse>;
   /**
    * Streams one request's responses: gRPC ModelStreamInfer, or the HTTP generate extension's SSE. Nothing is

@@ -63,6 +63,10 @@ export class GrpcClientTransport implements ClientTransport {
     return withoutNulls(config ?? {}) as ModelConfigJson;
   }
 
+  async modelStatistics(name: string, version: string, settings: CallSettings): Promise<unknown> {
+    return await this.unary<ModelRequestMessage, unknown>('ModelStatistics', { name, version }, settings);
+  }
+
   async infer(request: ClientInferRequest, settings: CallSettings): Promise<ClientInferResponse> {
     const res = await this.unary<ModelInferRequestMessage, ModelInferResponseMessage>('ModelInfer', requestMessage(request), settings);
     const parameters = responseParameters(res);

@@ -57,6 +57,10 @@ export class HttpClientTransport implements ClientTransport {
     return json(await this.ok(this.get(`${modelPath(name, version)}/config`, settings))) as ModelConfigJson;
   }
 
+  async modelStatistics(name: string, version: string, settings: CallSettings): Promise<unknown> {
+    return json(await this.ok(this.get(`${modelPath(name, version)}/stats`, settings)));
+  }
+
   async infer(request: ClientInferRequest, settings: CallSettings): Promise<ClientInferResponse> {
     const blobs: Uint8Array[] = [];
     const inputs = request.inputs.map(({ name, tensor }) => {

@@ -12,8 +12,21 @@ export interface PerfTarget {
   readonly model: string;
   /** Empty for the model's latest version (`-x`). */
   readonly version?: string;
-  /** Extra request headers (`-H name:value`). */
+  /** Extra request headers (`-H name:value`); gRPC metadata for gRPC. */
   readonly headers?: Readonly<Record<string, string>>;
+  /** HTTPS, or gRPC over TLS (perf_analyzer's `--ssl-*` flags). */
+  readonly tls?: PerfTls;
+}
+
+/** TLS of the target: PEM text of the files the `--ssl-*` flags name. */
+export interface PerfTls {
+  readonly ca?: string;
+  readonly cert?: string;
+  readonly key?: string;
+  /** HTTPS: check the server's certificate (default true). */
+  readonly verifyPeer?: boolean;
+  /** HTTPS: check the certificate's name against the host (default true). */
+  readonly verifyHost?: boolean;
 }
 
 /** One point of the load: a closed loop of `concurrency` outstanding requests, or an open loop at `requestRate`. */
@@ -44,6 +57,10 @@ export interface PerfServerSide {
   readonly computeInferUs: number;
   readonly computeOutputUs: number;
   readonly cacheHitCount?: number;
+  /** Average time from the request's arrival to its response (the `success` counter), microseconds. */
+  readonly requestUs?: number;
+  /** `requestUs` less queue and compute: the server's own handling, microseconds. */
+  readonly overheadUs?: number;
 }
 
 /** One step of the sweep, over its last (stable) measurement window. */
@@ -60,6 +77,14 @@ export interface PerfStep {
   readonly stable: boolean;
   /** Length of the measured window, milliseconds. */
   readonly windowMs: number;
+  /** `--percentile`'s latency of the successful requests, microseconds, when one was asked for. */
+  readonly percentileUs?: number;
+  /** Average time the client spent sending a request (writing its pre-encoded bytes), microseconds. */
+  readonly clientSendUs?: number;
+  /** CPU time the load threads spent per request, microseconds: what the client itself costs. */
+  readonly clientCpuUsPerRequest?: number;
+  /** The first failure of the step's windows, in words. */
+  readonly firstError?: string;
 }
 
 /** What one run of `tstriton perf` resolved with. */
@@ -86,6 +111,20 @@ export interface PerfOptions {
   readonly shapes?: Readonly<Record<string, readonly number[]>>;
   /** `--input-data`. */
   readonly inputData?: 'zero' | 'random' | { readonly file: string };
+  /** HTTP: inputs in the binary tensor extension (default) or as JSON (`--input-tensor-format`). */
+  readonly inputTensorFormat?: 'binary' | 'json';
+  /** HTTP: outputs in the binary tensor extension (default) or as JSON (`--output-tensor-format`). */
+  readonly outputTensorFormat?: 'binary' | 'json';
+  /** gRPC: send over ModelStreamInfer streams (`--streaming`). */
+  readonly streaming?: boolean;
+  /** Inputs in system shared memory registered with the server (`--shared-memory system`), or in the request (default). */
+  readonly sharedMemory?: 'none' | 'system';
+  /** Requests per sequence for a model with a sequence batcher (`--sequence-length`, default 20). */
+  readonly sequenceLength?: number;
+  /** The first sequence id (`--sequence-id-range start`, default 1); lane `i` uses `start + i`. */
+  readonly sequenceIdStart?: number;
+  /** Load threads (`--max-threads`); default half the usable cores, 1 to 4. */
+  readonly maxThreads?: number;
   /** Abort the run; a step under way ends and the steps so far are kept. */
   readonly signal?: AbortSignal;
 }

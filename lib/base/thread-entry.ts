@@ -1,0 +1,14 @@
+import { extname, join } from 'node:path';
+
+/**
+ * The entry of a worker thread whose file `name` (without extension) lies in `dir`, beside the module that starts
+ * it: the compiled `.js` in dist/, or, when tstriton runs from its TypeScript sources (jest, ts tooling), the `.ts`
+ * file with the TypeScript hook (lib/instances/worker/register-ts.js) preloaded. `caller` is that module's
+ * `__filename`, whose extension says which.
+ */
+export function threadEntry(dir: string, name: string, caller: string): { filename: string; execArgv: string[] | undefined } {
+  const ext = extname(caller);
+  const filename = join(dir, `${name}${ext}`);
+  if (ext !== '.ts') return { filename, execArgv: undefined };
+  return { filename, execArgv: [...process.execArgv, '--require', join(__dirname, '..', 'instances', 'worker', 'register-ts.js')] };
+}
