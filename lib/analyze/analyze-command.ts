@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { analyze, bestResult } from './analyze';
 import { parseAnalyzeArgs, analyzeHelp, type MeasureWith } from './analyze-flags';
 import type { MeasureFn } from './analyze-types';
+import { runPerf } from '../perf/run-perf';
 import { perfAnalyzerMeasure } from './perf-analyzer-measure';
 import { ProgressBar } from './progress-bar';
 import { resultText } from './report/report-markdown';
@@ -52,7 +53,7 @@ export async function analyzeCommand(argv: readonly string[]): Promise<number> {
     process.off('SIGTERM', onSignal);
     fs.rmSync(options.workDir, { recursive: true, force: true });
   }
-  const written = await writeReport(run, outputDir, line.measureWith);
+  const written = await writeReport(run, outputDir, line.measureWith === 'tstriton' ? 'tstriton perf (runPerf)' : 'perf_analyzer');
   for (const m of run.models) {
     const best = bestResult(m, options.objective);
     process.stdout.write(`${m.model}: ${m.results.length} candidates measured; ${best ? `best ${path.join(outputDir, m.model, 'config.pbtxt')}` : 'none met the objective'}\n`);
@@ -65,6 +66,8 @@ export async function analyzeCommand(argv: readonly string[]): Promise<number> {
 /** The measurement the run uses. */
 function measureFunction(measureWith: MeasureWith): MeasureFn {
   switch (measureWith) {
+    case 'tstriton':
+      return runPerf;
     case 'perf_analyzer':
       return perfAnalyzerMeasure();
   }

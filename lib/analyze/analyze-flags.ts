@@ -5,8 +5,8 @@ import type { AnalyzeOptions } from './analyze-types';
 import { PERCENTILES, type Percentile } from './objective';
 import { checkBounds } from './search-space';
 
-/** How `tstriton analyze` measures: with Triton's perf_analyzer. */
-export type MeasureWith = 'perf_analyzer';
+/** How `tstriton analyze` measures: with `tstriton perf`'s runPerf, or with Triton's perf_analyzer. */
+export type MeasureWith = 'tstriton' | 'perf_analyzer';
 
 /** The command line of `tstriton analyze`, parsed. */
 export interface AnalyzeCommandLine {
@@ -55,7 +55,7 @@ export const ANALYZE_FLAGS: readonly AnalyzeFlag[] = [
   { name: 'max-trials', kind: 'integer', placeholder: 'n', default: '3', summary: 'windows per step at most, until two agree (-r)' },
   { name: 'stability-percentage', kind: 'number', placeholder: '%', default: '10', summary: 'how close the windows must agree (-s)' },
   { name: 'warmup', kind: 'integer', placeholder: 'ms', default: '1000', summary: 'load before measuring each candidate' },
-  { name: 'measure-with', kind: 'string', placeholder: 'tstriton|perf_analyzer', default: 'perf_analyzer', summary: "Triton's perf_analyzer (on the PATH)" },
+  { name: 'measure-with', kind: 'string', placeholder: 'tstriton|perf_analyzer', default: 'tstriton', summary: "tstriton perf's measurement, or Triton's perf_analyzer (on the PATH)" },
   { name: 'start-timeout', kind: 'integer', placeholder: 'secs', default: '120', summary: 'how long a candidate\'s server may take to serve' },
 ];
 
@@ -134,7 +134,7 @@ function readOptions(
   const cores = availableParallelism();
   return {
     outputDir,
-    measureWith: read.oneOf('measure-with', ['perf_analyzer'] as const, 'perf_analyzer'),
+    measureWith: read.oneOf('measure-with', ['tstriton', 'perf_analyzer'] as const, 'tstriton'),
     options: {
       source: { modules: served.modules, repositories: served.repositories },
       models: served.models,

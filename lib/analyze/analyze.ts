@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import { invalidConfig } from '../base/errors';
+import { invalidConfig, TritonError } from '../base/errors';
 import { TritonConfig } from '../config/triton-config';
 import type { ModelConfigJson } from '../config/triton-model-config';
 import { queryGpus } from '../metrics/gpu-metrics';
@@ -184,6 +184,9 @@ async function measureOn(
     const steps = await measureCandidate(server, model, state.options.load, state.options.objective, state.measure, stop.signal, onProgress);
     return { candidate, isDefault, steps, best: bestStepIndex(steps.map((s) => s.step), state.options.objective), ...failure(steps) };
   } catch (err) {
+    // The model as bound is measured first: a measurement that cannot be made of it (a variable dim without --shape,
+    // input data that does not fit) cannot be made of any candidate.
+    if (isDefault && err instanceof TritonError && err.code === 'INVALID_CONFIG') throw err;
     return { candidate, isDefault, steps: [], best: -1, error: (err as Error).message };
   } finally {
     clearTimeout(timer);

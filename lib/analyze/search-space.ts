@@ -79,13 +79,16 @@ export type Compare<R> = (a: R, b: R) => number;
  * Model Analyzer's quick search, as a coarse sweep and a refinement: from `start` (the model as bound), each
  * dimension in turn is swept over every other value of its list (both ends included) with the others held at the
  * best so far; then the neighbours of the best, one step along each dimension, are measured until none is better.
- * Candidates already measured are taken from `evaluate`'s memory, so each runs once. Resolves when the search is
+ * Each candidate is evaluated once. Resolves when the search is
  * done or `evaluate` says to stop.
  */
 export async function quickSearch<R>(space: SearchSpace, start: Candidate, startResult: R, evaluate: Evaluate<R>, compare: Compare<R>): Promise<void> {
   let best = { candidate: start, result: startResult };
+  const seen = new Set([candidateKey(start)]);
   const consider = async (candidate: Candidate): Promise<boolean> => {
-    if (candidateKey(candidate) === candidateKey(best.candidate)) return true;
+    const key = candidateKey(candidate);
+    if (seen.has(key)) return true;
+    seen.add(key);
     const result = await evaluate(candidate);
     if (result === undefined) return false;
     if (compare(result, best.result) > 0) best = { candidate, result };
