@@ -1,5 +1,5 @@
 import { execFile, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -99,6 +99,28 @@ describe('tstriton analyze', () => {
     expect(concurrency).toContain('concurrency');
     expect(concurrency).toContain('p95 latency (ms)');
     expect(report).toContain('![double/concurrency.svg](double/concurrency.svg)');
+  });
+
+  it('serves a repository model with its config.pbtxt rewritten for each candidate', async () => {
+    // An ONNX model without config.pbtxt: auto-completed as bound (max_batch_size 4), then 2 instances and max 8.
+    const repository = join(out, 'models');
+    mkdirSync(join(repository, 'identity', '1'), { recursive: true });
+    copyFileSync(join(ROOT, 'test/fixtures/onnx/identity_fp32.onnx'), join(repository, 'identity', '1', 'model.onnx'));
+    const args = [
+      '--model-repository', repository, '--model', 'identity', '--latency-budget-ms', '50', '--search', 'brute',
+      '--min-model-batch-size', '8', '--max-model-batch-size', '8', '--queue-delays', '100', '--min-instance-count', '2', '--max-instance-count', '2',
+      '--http-thread-counts', '1', '--concurrency', '1,4', '--measurement-interval', '300', '--warmup', '200', '--time-budget', '150s',
+    ];
+    const { code, stderr } = await runAnalyze([...args, '--output-dir', join(out, 'report')]);
+    expect({ code, stderr: code === 0 ? '' : stderr }).toEqual({ code: 0, stderr: '' });
+    const rows = readCsv(join(out, 'report', 'results.csv'));
+    expect(rows.map((r) => [r.config, r.max_batch_size, r.instance_count, r.error])).toEqual([
+      ['as bound', '4', '1', ''],
+      ['mbs=8 delay=100us inst=2xcpu', '8', '2', ''],
+    ]);
+    expect(rows.every((r) => Number(r.throughput_infer_per_s) > 0)).toBe(true);
+    // The source repository is left as it was.
+    expect(existsSync(join(repository, 'identity', 'config.pbtxt'))).toBe(false);
   });
 
   it('writes the report of what was measured when SIGINT stops it, and exits 130', async () => {

@@ -1,3 +1,4 @@
+import * as path from 'node:path';
 import { bestResult } from '../analyze';
 import type { AnalyzeRun, CandidateResult, ModelAnalysis } from '../analyze-types';
 import { candidateChanges } from '../candidate';
@@ -41,7 +42,7 @@ export function reportMarkdown(run: AnalyzeRun, plots: ReadonlyMap<string, reado
     '# tstriton analyze',
     '',
     `- Objective: ${objectiveText(objective)}.`,
-    `- Served: ${[...options.source.modules.map((m) => `--module ${m}`), ...options.source.repositories.map((r) => `--model-repository ${r}`)].join(', ')}.`,
+    `- Served: ${[...options.source.modules.map((m) => `--module ${shortPath(m)}`), ...options.source.repositories.map((r) => `--model-repository ${shortPath(r)}`)].join(', ')}.`,
     `- Search: ${options.search}; time budget ${fmtDuration(options.timeBudgetMs)}, used ${fmtDuration(run.elapsedMs)}: ${endText(run)}.`,
     `- Load: ${load.protocol}, batch size ${load.batchSize}, concurrency ${load.concurrency.join(', ')} (each candidate's sweep stops where more cannot help), windows of ${load.measurementIntervalMs} ms (at most ${load.maxTrials} per step), ${load.warmupMs} ms of warm-up; measured with ${measuredWith}.`,
     '- Each candidate ran in a fresh `tstriton serve`; CPU is the server process\'s (all its threads, percent of one core) over each step, RSS its resident memory at the end of it.',
@@ -106,6 +107,12 @@ function rank(r: CandidateResult, objective: Objective): number {
   if (!s) return -Infinity;
   const leastLatency = objective.minThroughput !== undefined && objective.latencyBudgetUs === undefined;
   return leastLatency ? -latencyAt(s, objective.percentile) : s.throughput;
+}
+
+/** A path relative to the working folder when it lies below it. */
+function shortPath(file: string): string {
+  const relative = path.relative(process.cwd(), file);
+  return relative.startsWith('..') || path.isAbsolute(relative) ? file : relative;
 }
 
 function fmt(n: number): string {

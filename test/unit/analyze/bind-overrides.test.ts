@@ -1,6 +1,9 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { applyBindOverrides } from '../../../lib/analyze/bind-overrides';
-import { withOverrides } from '../../../lib/analyze/candidate-repository';
+import { withOverrides, writeCandidateRepositories } from '../../../lib/analyze/candidate-repository';
+import { parseModelConfigText } from '../../../lib/config/model-config-text';
 import { parseProcessSample, cpuPercent } from '../../../lib/analyze/process-usage';
 import { workers, isWorkerSpec } from '../../../lib/instances/worker-spec';
 import { ensemble } from '../../../lib/model/ensemble-spec';
@@ -58,5 +61,31 @@ describe('process usage', () => {
     const after = parseProcessSample(stat(150), 'VmRSS:\t4096 kB\n', 1000);
     expect(before).toEqual({ cpuSeconds: 2, rssBytes: 2048 * 1024, atMs: 0 });
     expect(cpuPercent(before!, after!)).toBe(100);
+  });
+});
+
+describe('writeCandidateRepositories', () => {
+  it('links the other models, hard-links the model files and rewrites its config.pbtxt', () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'tstriton-candidate-repo-'));
+    try {
+      const source = path.join(root, 'models');
+      fs.mkdirSync(path.join(source, 'mlp', '1'), { recursive: true });
+      fs.mkdirSync(path.join(source, 'other', '1'), { recursive: true });
+      fs.writeFileSync(path.join(source, 'mlp', '1', 'model.onnx'), 'weights');
+      fs.writeFileSync(path.join(source, 'mlp', 'config.pbtxt'), 'max_batch_size: 4\n');
+      const [out] = writeCandidateRepositories([source], 'mlp', { maxBatchSize: 16, maxQueueDelayMicroseconds: 100, instanceCount: 2, kind: 'cpu' }, path.join(root, 'out'));
+      expect(fs.lstatSync(path.join(out as string, 'other')).isSymbolicLink()).toBe(true);
+      const file = path.join(out as string, 'mlp', '1', 'model.onnx');
+      expect(fs.lstatSync(file).isSymbolicLink()).toBe(false);
+      expect(fs.statSync(file).ino).toBe(fs.statSync(path.join(source, 'mlp', '1', 'model.onnx')).ino);
+      expect(parseModelConfigText(fs.readFileSync(path.join(out as string, 'mlp', 'config.pbtxt'), 'utf8'), 'config.pbtxt')).toEqual({
+        max_batch_size: 16,
+        dynamic_batching: { max_queue_delay_microseconds: 100 },
+        instance_group: [{ count: 2, kind: 'KIND_CPU' }],
+      });
+      expect(fs.readFileSync(path.join(source, 'mlp', 'config.pbtxt'), 'utf8')).toBe('max_batch_size: 4\n');
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
   });
 });
