@@ -6,7 +6,7 @@ import type { MeasureFn } from './analyze-types';
 import { runPerf } from '../perf/run-perf';
 import { perfAnalyzerMeasure } from './perf-analyzer-measure';
 import { ProgressBar } from './progress-bar';
-import { resultText } from './report/report-markdown';
+import { confirmationText, resultText } from './report/report-markdown';
 import { writeReport } from './report/write-report';
 import { candidateChanges } from './candidate';
 
@@ -56,7 +56,8 @@ export async function analyzeCommand(argv: readonly string[]): Promise<number> {
   const written = await writeReport(run, outputDir, line.measureWith === 'tstriton' ? 'tstriton perf (runPerf)' : 'perf_analyzer');
   for (const m of run.models) {
     const best = bestResult(m, options.objective);
-    process.stdout.write(`${m.model}: ${m.results.length} candidates measured; ${best ? `best ${path.join(outputDir, m.model, 'config.pbtxt')}` : 'none met the objective'}\n`);
+    const confirmed = m.confirmation ? ` (${confirmationText(m, options.objective).replace(/\*\*/g, '')})` : '';
+    process.stdout.write(`${m.model}: ${m.results.length} candidates measured; ${best ? `best ${path.join(outputDir, m.model, 'config.pbtxt')}${confirmed}` : 'none met the objective'}\n`);
   }
   process.stdout.write(`report: ${path.join(outputDir, 'report.md')}\n`);
   if (written.plotsNote) process.stderr.write(`tstriton: ${written.plotsNote}\n`);

@@ -74,6 +74,16 @@ export interface ModelAnalysis {
   readonly space: SearchSpace;
   /** In the order measured; the first is the model as bound. */
   readonly results: readonly CandidateResult[];
+  /** The best of the search and the model as bound, measured again back to back; absent when not done. */
+  readonly confirmation?: Confirmation;
+}
+
+/** The best candidate of a search measured again right after the model as bound, each at its best step's concurrency. */
+export interface Confirmation {
+  readonly asBound: CandidateResult;
+  readonly best: CandidateResult;
+  /** The length of their windows, milliseconds. */
+  readonly windowMs: number;
 }
 
 /** What a run of `tstriton analyze` found, as far as it got. */

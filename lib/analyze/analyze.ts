@@ -4,7 +4,7 @@ import { TritonConfig } from '../config/triton-config';
 import type { ModelConfigJson } from '../config/triton-model-config';
 import { queryGpus } from '../metrics/gpu-metrics';
 import { frontEndThreadCount } from '../server/front-end/front-ends';
-import type { AnalyzeOptions, AnalyzeProgress, AnalyzeRun, CandidateResult, MeasuredStep, MeasureFn, ModelAnalysis } from './analyze-types';
+import type { AnalyzeOptions, AnalyzeProgress, AnalyzeRun, CandidateResult, Confirmation, LoadSettings, MeasuredStep, MeasureFn, ModelAnalysis } from './analyze-types';
 import { candidateChanges, candidateKey, type Candidate } from './candidate';
 import { startCandidateServer, type CandidateServer } from './candidate-server';
 import { measureCandidate } from './measure-candidate';
@@ -68,6 +68,7 @@ async function analyzeModel(state: RunState, model: string, kinds: readonly stri
   const startedAt = performance.now();
   progress('as bound', undefined)({ phase: 'starting' });
   const server = await startDefault(state, model);
+  const serverStartMs = performance.now() - startedAt;
   let base: Candidate;
   let space: SearchSpace;
   let servedConfig: ModelConfigJson;
@@ -83,6 +84,8 @@ async function analyzeModel(state: RunState, model: string, kinds: readonly stri
   }
   state.durations.push(performance.now() - startedAt);
   measured.set(candidateKey(base), results[0] as CandidateResult);
+  // Time kept for measuring the best again beside the model as bound: two servers, each one long step.
+  const searchDeadline = deadline - 2 * (serverStartMs + options.load.warmupMs + options.load.maxTrials * confirmWindowMs(options.load));
 
   const planned = options.search === 'brute' ? gridSize(space) : undefined;
   const evaluate = async (candidate: Candidate): Promise<CandidateResult | undefined> => {
@@ -90,12 +93,12 @@ async function analyzeModel(state: RunState, model: string, kinds: readonly stri
     const known = measured.get(key);
     if (known) return known;
     if (state.interrupt.aborted) return undefined;
-    if (!fits(state, deadline)) {
+    if (!fits(state, searchDeadline)) {
       state.outOfTime = true;
       return undefined;
     }
     count += 1;
-    const result = await runCandidate(state, model, candidate, base, results.length, deadline, progress(candidateChanges(candidate, base), planned));
+    const result = await runCandidate(state, model, candidate, base, `candidate-${results.length}`, deadline, progress(candidateChanges(candidate, base), planned));
     results.push(result);
     state.listeners.measured?.(model, result, base);
     measured.set(key, result);
@@ -106,7 +109,50 @@ async function analyzeModel(state: RunState, model: string, kinds: readonly stri
   if (options.search === 'brute') {
     for (const candidate of gridCandidates(space)) if ((await evaluate(candidate)) === undefined) break;
   } else await quickSearch(space, base, results[0] as CandidateResult, evaluate, compare);
-  return { model, base, space, results };
+  const confirmation = await confirm(state, model, base, results, deadline, (label) => progress(label, undefined));
+  return { model, base, space, results, ...(confirmation && { confirmation }) };
+}
+
+/** How much longer than the search's the windows of the confirmation are. */
+const CONFIRM_WINDOW_FACTOR = 3;
+
+/** The window of the confirmation's measurement, milliseconds. */
+function confirmWindowMs(load: LoadSettings): number {
+  return load.measurementIntervalMs * CONFIRM_WINDOW_FACTOR;
+}
+
+/**
+ * Measures the best candidate of the search again, right after the model as bound, each at the concurrency of its
+ * best step and with windows three times as long. The best of many noisy measurements is likely one measured high
+ * (and the model as bound, measured once, may have been measured low): measuring the two back to back says whether
+ * the gain holds. Undefined when the model as bound is the best, or the run was stopped.
+ */
+async function confirm(
+  state: RunState,
+  model: string,
+  base: Candidate,
+  results: readonly CandidateResult[],
+  deadline: number,
+  progress: (label: string) => (p: Pick<AnalyzeProgress, 'phase' | 'step' | 'steps' | 'concurrency'>) => void,
+): Promise<Confirmation | undefined> {
+  const { objective, load } = state.options;
+  const best = bestOf(results, objective);
+  const asBound = results[0] as CandidateResult;
+  if (!best || best.isDefault || state.interrupt.aborted) return undefined;
+  const concurrencyOf = (r: CandidateResult): number | undefined => {
+    const step = r.steps[r.best]?.step.load;
+    return step?.kind === 'concurrency' ? step.concurrency : undefined;
+  };
+  const again = (r: CandidateResult): LoadSettings => ({
+    ...load,
+    concurrency: [concurrencyOf(r) ?? concurrencyOf(best) ?? 1],
+    measurementIntervalMs: confirmWindowMs(load),
+  });
+  const first = await runCandidate(state, model, asBound.candidate, base, 'confirm-as-bound', deadline, progress('as bound, again'), again(asBound), true);
+  if (state.interrupt.aborted) return undefined;
+  const second = await runCandidate(state, model, best.candidate, base, 'confirm-best', deadline, progress(`${candidateChanges(best.candidate, base)}, again`), again(best));
+  if (state.interrupt.aborted) return undefined;
+  return { asBound: first, best: second, windowMs: confirmWindowMs(load) };
 }
 
 /** Starts the server of the model as bound; a server that does not start, or that lacks a model asked for, is a usage error. */
@@ -134,9 +180,11 @@ async function runCandidate(
   model: string,
   candidate: Candidate,
   base: Candidate,
-  index: number,
+  folder: string,
   deadline: number,
   onProgress: (p: Pick<AnalyzeProgress, 'phase' | 'step' | 'steps' | 'concurrency'>) => void,
+  load: LoadSettings = state.options.load,
+  isDefault = false,
 ): Promise<CandidateResult> {
   const startedAt = performance.now();
   onProgress({ phase: 'starting' });
@@ -146,17 +194,20 @@ async function runCandidate(
     server = await startCandidateServer({
       source: state.options.source,
       model,
-      overrides: { ...overrides, ...(base.maxBatchSize === 0 && { maxBatchSize: undefined, maxQueueDelayMicroseconds: undefined }) },
-      httpThreadCount,
-      dir: path.join(state.options.workDir, model, `candidate-${index}`),
+      // The model as bound is served as it is: no overrides, the server's own threads.
+      ...(!isDefault && {
+        overrides: { ...overrides, ...(base.maxBatchSize === 0 && { maxBatchSize: undefined, maxQueueDelayMicroseconds: undefined }) },
+        httpThreadCount,
+      }),
+      dir: path.join(state.options.workDir, model, folder),
       startTimeoutMs: state.options.startTimeoutMs,
     });
   } catch (err) {
-    return { candidate, isDefault: false, steps: [], best: -1, error: (err as Error).message, durationMs: performance.now() - startedAt };
+    return { candidate, isDefault, steps: [], best: -1, error: (err as Error).message, durationMs: performance.now() - startedAt };
   }
   try {
     const servedConfig = await modelConfig(server, model);
-    const result = await measureOn(state, server, model, candidate, false, deadline, onProgress);
+    const result = await measureOn(state, server, model, candidate, isDefault, deadline, onProgress, load);
     return { ...result, servedConfig, durationMs: performance.now() - startedAt };
   } finally {
     await server.stop();
@@ -172,6 +223,7 @@ async function measureOn(
   isDefault: boolean,
   deadline: number,
   onProgress: (p: Pick<AnalyzeProgress, 'phase' | 'step' | 'steps' | 'concurrency'>) => void,
+  load: LoadSettings = state.options.load,
 ): Promise<Omit<CandidateResult, 'durationMs'>> {
   const stop = new AbortController();
   const onInterrupt = () => stop.abort(state.interrupt.reason);
@@ -181,7 +233,7 @@ async function measureOn(
     stop.abort(new Error('out of time'));
   }, Math.max(0, deadline - performance.now()));
   try {
-    const steps = await measureCandidate(server, model, state.options.load, state.options.objective, state.measure, stop.signal, onProgress);
+    const steps = await measureCandidate(server, model, load, state.options.objective, state.measure, stop.signal, onProgress);
     return { candidate, isDefault, steps, best: bestStepIndex(steps.map((s) => s.step), state.options.objective), ...failure(steps) };
   } catch (err) {
     // The model as bound is measured first: a measurement that cannot be made of it (a variable dim without --shape,
@@ -214,10 +266,21 @@ export function compareResults(a: CandidateResult, b: CandidateResult, objective
   return compareSteps(sa, sb, objective);
 }
 
-/** The best result of a model under the objective, or undefined when none meets it. */
-export function bestResult(analysis: ModelAnalysis, objective: Objective): CandidateResult | undefined {
+/** The best of some results under the objective, or undefined when none meets it. */
+function bestOf(results: readonly CandidateResult[], objective: Objective): CandidateResult | undefined {
   let best: CandidateResult | undefined;
-  for (const r of analysis.results) if (r.best >= 0 && (!best || compareResults(r, best, objective) > 0)) best = r;
+  for (const r of results) if (r.best >= 0 && (!best || compareResults(r, best, objective) > 0)) best = r;
+  return best;
+}
+
+/**
+ * The config a model's analysis recommends: the best of the search, unless measuring it again beside the model as
+ * bound did not hold its gain; then the model as bound. Undefined when nothing met the objective.
+ */
+export function bestResult(analysis: ModelAnalysis, objective: Objective): CandidateResult | undefined {
+  const best = bestOf(analysis.results, objective);
+  const c = analysis.confirmation;
+  if (best && c && compareResults(c.best, c.asBound, objective) <= 0) return analysis.results.find((r) => r.isDefault && r.best >= 0) ?? best;
   return best;
 }
 

@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import { bestResult } from '../analyze';
+import { bestResult, compareResults } from '../analyze';
 import type { AnalyzeRun, CandidateResult, ModelAnalysis } from '../analyze-types';
 import { candidateChanges } from '../candidate';
 import { latencyAt, paretoFront, type Objective } from '../objective';
@@ -64,6 +64,7 @@ function modelSection(m: ModelAnalysis, objective: Objective, plots: readonly st
     if (best === asBound) lines.push('The model as bound is the best of the candidates measured.', '');
     else if (b && d) lines.push(`Against the model as bound (${resultText(asBound, objective)}): **${(b.throughput / d.throughput).toFixed(2)}× the throughput**, ${objective.percentile} ${ms(latencyAt(b, objective.percentile))} ms against ${ms(latencyAt(d, objective.percentile))} ms.`, '');
     else lines.push(`The model as bound meets the objective at no step (${resultText(asBound, objective)}).`, '');
+    if (m.confirmation) lines.push(confirmationText(m, objective), '');
     lines.push(`Files: [${m.model}/config.pbtxt](${m.model}/config.pbtxt) (the best config as served), [${m.model}/bind-options.ts](${m.model}/bind-options.ts) (the same as bind() options).`, '');
   } else lines.push('No candidate met the objective: loosen it, or widen the search.', '');
 
@@ -94,6 +95,20 @@ function modelSection(m: ModelAnalysis, objective: Objective, plots: readonly st
   if (plots.length > 0) for (const file of plots) lines.push(`![${file}](${file})`, '');
   else lines.push(plotsNote ?? 'No plots.', '');
   return lines;
+}
+
+/** The confirmation in words: the two measured again, the ratio, and whether the gain held. */
+export function confirmationText(m: ModelAnalysis, objective: Objective): string {
+  const c = m.confirmation;
+  if (!c) return '';
+  const b = c.best.steps[c.best.best]?.step;
+  const d = c.asBound.steps[c.asBound.best]?.step;
+  const ratio = b && d ? ` **${(b.throughput / d.throughput).toFixed(2)}×**.` : '';
+  const held = compareResults(c.best, c.asBound, objective) > 0;
+  return [
+    `Measured again back to back (windows of ${c.windowMs} ms): ${candidateChanges(c.best.candidate, m.base)} ${resultText(c.best, objective)}, as bound ${resultText(c.asBound, objective)}:${ratio}`,
+    held ? 'The gain holds.' : 'The gain did not hold: the model as bound is kept as the best.',
+  ].join(' ');
 }
 
 /** A candidate's settings in full. */
