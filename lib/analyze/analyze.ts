@@ -125,7 +125,7 @@ function confirmWindowMs(load: LoadSettings): number {
  * Measures the best candidate of the search again, right after the model as bound, each at the concurrency of its
  * best step and with windows three times as long. The best of many noisy measurements is likely one measured high
  * (and the model as bound, measured once, may have been measured low): measuring the two back to back says whether
- * the gain holds. Undefined when the model as bound is the best, or the run was stopped.
+ * the gain holds. Undefined when the model as bound is the best, or the run stopped before both were measured.
  */
 async function confirm(
   state: RunState,
@@ -151,7 +151,8 @@ async function confirm(
   const first = await runCandidate(state, model, asBound.candidate, base, 'confirm-as-bound', deadline, progress('as bound, again'), again(asBound), true);
   if (state.interrupt.aborted) return undefined;
   const second = await runCandidate(state, model, best.candidate, base, 'confirm-best', deadline, progress(`${candidateChanges(best.candidate, base)}, again`), again(best));
-  if (state.interrupt.aborted) return undefined;
+  // Stopped, or out of time before either was measured: nothing is confirmed either way.
+  if (state.interrupt.aborted || first.steps.length === 0 || second.steps.length === 0) return undefined;
   return { asBound: first, best: second, windowMs: confirmWindowMs(load) };
 }
 
