@@ -1,12 +1,13 @@
 import type { ModelConfigJson } from '../config/triton-model-config';
-import type { PerfOptions, PerfProgress, PerfReport, PerfStep } from '../perf/perf-types';
+import type { PerfOptions, PerfStep } from '../perf/perf-types';
+import type { runPerf } from '../perf/run-perf';
 import type { Candidate } from './candidate';
 import type { ServedSource } from './candidate-server';
 import type { Objective } from './objective';
 import type { SearchBounds, SearchSpace } from './search-space';
 
 /** The measurement `tstriton analyze` runs against each candidate: `runPerf` of `tstriton perf`, or one like it. */
-export type MeasureFn = (options: PerfOptions, onProgress?: (progress: PerfProgress) => void) => Promise<PerfReport>;
+export type MeasureFn = typeof runPerf;
 
 /** How the load of each candidate is made and measured. */
 export interface LoadSettings {
