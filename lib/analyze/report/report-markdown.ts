@@ -61,8 +61,10 @@ function modelSection(m: ModelAnalysis, objective: Objective, plots: readonly st
     const b = best.steps[best.best]?.step;
     const d = asBound.steps[asBound.best]?.step;
     lines.push(`**Best: ${candidateChanges(best.candidate, m.base)}** (${describe(best.candidate)}): ${resultText(best, objective)}.`, '');
-    if (best === asBound) lines.push('The model as bound is the best of the candidates measured.', '');
-    else if (b && d) lines.push(`Against the model as bound (${resultText(asBound, objective)}): **${(b.throughput / d.throughput).toFixed(2)}× the throughput**, ${objective.percentile} ${ms(latencyAt(b, objective.percentile))} ms against ${ms(latencyAt(d, objective.percentile))} ms.`, '');
+    if (best === asBound) {
+      // Where the confirmation overturned the search's best, its line says so below.
+      if (!m.confirmation) lines.push('The model as bound is the best of the candidates measured.', '');
+    } else if (b && d) lines.push(`Against the model as bound (${resultText(asBound, objective)}): **${(b.throughput / d.throughput).toFixed(2)}× the throughput**, ${objective.percentile} ${ms(latencyAt(b, objective.percentile))} ms against ${ms(latencyAt(d, objective.percentile))} ms.`, '');
     else lines.push(`The model as bound meets the objective at no step (${resultText(asBound, objective)}).`, '');
     if (m.confirmation) lines.push(confirmationText(m, objective), '');
     lines.push(`Files: [${m.model}/config.pbtxt](${m.model}/config.pbtxt) (the best config as served), [${m.model}/bind-options.ts](${m.model}/bind-options.ts) (the same as bind() options).`, '');
@@ -103,11 +105,11 @@ export function confirmationText(m: ModelAnalysis, objective: Objective): string
   if (!c) return '';
   const b = c.best.steps[c.best.best]?.step;
   const d = c.asBound.steps[c.asBound.best]?.step;
-  const ratio = b && d ? ` **${(b.throughput / d.throughput).toFixed(2)}×**.` : '';
+  const ratio = b && d ? `: **${(b.throughput / d.throughput).toFixed(2)}×**` : '';
   const held = compareResults(c.best, c.asBound, objective) > 0;
   return [
-    `Measured again back to back (windows of ${c.windowMs} ms): ${candidateChanges(c.best.candidate, m.base)} ${resultText(c.best, objective)}, as bound ${resultText(c.asBound, objective)}:${ratio}`,
-    held ? 'The gain holds.' : 'The gain did not hold: the model as bound is kept as the best.',
+    `Measured again back to back (windows of ${c.windowMs} ms): ${candidateChanges(c.best.candidate, m.base)}: ${resultText(c.best, objective)}; as bound: ${resultText(c.asBound, objective)}${ratio}.`,
+    held ? 'The gain holds.' : "The search's best did not hold its gain: the model as bound is kept as the best.",
   ].join(' ');
 }
 
