@@ -84,8 +84,8 @@ async function analyzeModel(state: RunState, model: string, kinds: readonly stri
   }
   state.durations.push(performance.now() - startedAt);
   measured.set(candidateKey(base), results[0] as CandidateResult);
-  // Time kept for measuring the best again beside the model as bound: two servers, each one long step.
-  const searchDeadline = deadline - 2 * (serverStartMs + options.load.warmupMs + options.load.maxTrials * confirmWindowMs(options.load));
+  // Time kept for measuring the best again beside the model as bound: two servers, each two long steps.
+  const searchDeadline = deadline - 2 * (serverStartMs + options.load.warmupMs + 2 * options.load.maxTrials * confirmWindowMs(options.load));
 
   const planned = options.search === 'brute' ? gridSize(space) : undefined;
   const evaluate = async (candidate: Candidate): Promise<CandidateResult | undefined> => {
@@ -122,8 +122,8 @@ function confirmWindowMs(load: LoadSettings): number {
 }
 
 /**
- * Measures the best candidate of the search again, right after the model as bound, each at the concurrency of its
- * best step and with windows three times as long. The best of many noisy measurements is likely one measured high
+ * Measures the best candidate of the search again, right after the model as bound, both at the concurrencies of
+ * their best steps and with windows three times as long. The best of many noisy measurements is likely one measured high
  * (and the model as bound, measured once, may have been measured low): measuring the two back to back says whether
  * the gain holds. Undefined when the model as bound is the best, or the run stopped before both were measured.
  */
@@ -143,14 +143,12 @@ async function confirm(
     const step = r.steps[r.best]?.step.load;
     return step?.kind === 'concurrency' ? step.concurrency : undefined;
   };
-  const again = (r: CandidateResult): LoadSettings => ({
-    ...load,
-    concurrency: [concurrencyOf(r) ?? concurrencyOf(best) ?? 1],
-    measurementIntervalMs: confirmWindowMs(load),
-  });
-  const first = await runCandidate(state, model, asBound.candidate, base, 'confirm-as-bound', deadline, progress('as bound, again'), again(asBound), true);
+  // Both at both concurrencies: where the search stopped a sweep was itself measured once.
+  const at = [...new Set([concurrencyOf(asBound), concurrencyOf(best)].filter((c): c is number => c !== undefined))].sort((a, b) => a - b);
+  const again: LoadSettings = { ...load, concurrency: at, measurementIntervalMs: confirmWindowMs(load) };
+  const first = await runCandidate(state, model, asBound.candidate, base, 'confirm-as-bound', deadline, progress('as bound, again'), again, true);
   if (state.interrupt.aborted) return undefined;
-  const second = await runCandidate(state, model, best.candidate, base, 'confirm-best', deadline, progress(`${candidateChanges(best.candidate, base)}, again`), again(best));
+  const second = await runCandidate(state, model, best.candidate, base, 'confirm-best', deadline, progress(`${candidateChanges(best.candidate, base)}, again`), again);
   // Stopped, or out of time before either was measured: nothing is confirmed either way.
   if (state.interrupt.aborted || first.steps.length === 0 || second.steps.length === 0) return undefined;
   return { asBound: first, best: second, windowMs: confirmWindowMs(load) };
