@@ -84,8 +84,10 @@ async function analyzeModel(state: RunState, model: string, kinds: readonly stri
   }
   state.durations.push(performance.now() - startedAt);
   measured.set(candidateKey(base), results[0] as CandidateResult);
-  // Time kept for measuring the best again beside the model as bound: two servers, each two long steps.
-  const searchDeadline = deadline - 2 * (serverStartMs + options.load.warmupMs + 2 * options.load.maxTrials * confirmWindowMs(options.load));
+  // Time kept for measuring the best again beside the model as bound: two servers, each two long steps of about three
+  // windows (a step stops once three windows agree); at most half the time left, so that the search gets its share.
+  const reserve = 2 * (serverStartMs + options.load.warmupMs + 2 * Math.min(3, options.load.maxTrials) * confirmWindowMs(options.load));
+  const searchDeadline = deadline - Math.min(reserve, (deadline - performance.now()) / 2);
 
   const planned = options.search === 'brute' ? gridSize(space) : undefined;
   const evaluate = async (candidate: Candidate): Promise<CandidateResult | undefined> => {
