@@ -11,6 +11,9 @@ import { measureCandidate } from './measure-candidate';
 import { bestStepIndex, compareSteps, type Objective } from './objective';
 import { gridCandidates, gridSize, quickSearch, searchSpace, type SearchSpace } from './search-space';
 
+/** What one candidate tells the progress bar: starting, warming up, or the sweep's step. */
+type PhaseProgress = (p: Pick<AnalyzeProgress, 'phase' | 'step' | 'steps' | 'concurrency'>) => void;
+
 /** A run's shared state: its clock, its signals and what it measured. */
 interface RunState {
   readonly options: AnalyzeOptions;
@@ -135,7 +138,7 @@ async function confirm(
   base: Candidate,
   results: readonly CandidateResult[],
   deadline: number,
-  progress: (label: string) => (p: Pick<AnalyzeProgress, 'phase' | 'step' | 'steps' | 'concurrency'>) => void,
+  progress: (label: string) => PhaseProgress,
 ): Promise<Confirmation | undefined> {
   const { objective, load } = state.options;
   const best = bestOf(results, objective);
@@ -183,7 +186,7 @@ async function runCandidate(
   base: Candidate,
   folder: string,
   deadline: number,
-  onProgress: (p: Pick<AnalyzeProgress, 'phase' | 'step' | 'steps' | 'concurrency'>) => void,
+  onProgress: PhaseProgress,
   load: LoadSettings = state.options.load,
   isDefault = false,
 ): Promise<CandidateResult> {
@@ -223,7 +226,7 @@ async function measureOn(
   candidate: Candidate,
   isDefault: boolean,
   deadline: number,
-  onProgress: (p: Pick<AnalyzeProgress, 'phase' | 'step' | 'steps' | 'concurrency'>) => void,
+  onProgress: PhaseProgress,
   load: LoadSettings = state.options.load,
 ): Promise<Omit<CandidateResult, 'durationMs'>> {
   const stop = new AbortController();
