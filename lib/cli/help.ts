@@ -11,6 +11,7 @@ const USAGE: Record<Command | 'main', string> = {
     '  config   print the config.pbtxt of an .onnx file',
     '  openapi  print the OpenAPI document of the server, or of one model (--model), without serving',
     '  perf     measure a model on a KServe v2 server, as perf_analyzer does (tstriton perf --help)',
+    '  analyze  find the batching, instances and threads that serve a model best within a latency budget',
     '',
     '  tstriton serve --model-repository ./models',
     '  tstriton serve model.onnx --max-batch-size 8',

@@ -21,6 +21,15 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
       return fail(err);
     }
   }
+  if (argv[0] === 'analyze') {
+    // Flags of its own (lib/analyze/analyze-flags.ts); loaded only when asked for, with its plotting libraries.
+    try {
+      const { analyzeCommand } = await import('../analyze/analyze-command');
+      return await analyzeCommand(argv.slice(1));
+    } catch (err) {
+      return fail(err);
+    }
+  }
   let args: ParsedArgs;
   try {
     args = parseArgs(argv);

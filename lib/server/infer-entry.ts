@@ -139,6 +139,14 @@ export function decodeFor(call: InferCall, model: ModelView): InferenceRequest {
   return call.decode(model);
 }
 
+/**
+ * Whether one-response endpoints (`/infer`, `ModelInfer`) serve `model`: false for a decoupled model, which
+ * `decodeFor` refuses there. What the OpenAPI documents describe follows it.
+ */
+export function servedByOneResponse(model: Pick<ModelView, 'config'>): boolean {
+  return !model.config.decoupled;
+}
+
 /** A debug log line per request (log_verbose_level ≥ 1): the model, the id, the outcome and the time it took. */
 function debugLine(logger: Logger, model: Model, request: InferenceRequest): (outcome: string) => void {
   const start = performance.now();

@@ -1,5 +1,6 @@
 import type { ModelView } from '../../model/model-view';
 import { modelPath } from '../../protocol/model-path';
+import { servedByOneResponse } from '../infer-entry';
 import { exampleRequest } from './example-request';
 import { INFER_ERRORS } from './error-responses';
 import { jsonContent, ref, type JsonSchema, type OpenApiDocument } from './json-schema';
@@ -34,7 +35,7 @@ export function modelDocument(model: ModelView, security: DocumentSecurity): Ope
     errors: ['MODEL_NOT_FOUND'],
   });
   const schemas: Record<string, JsonSchema> = { ...KSERVE_SCHEMAS, ...dataComponents(model.inputs, model.outputs) };
-  if (!model.config.decoupled) {
+  if (servedByOneResponse(model)) {
     const example = exampleRequest(model);
     schemas.InferRequest = inferRequestSchema(model);
     schemas.InferResponse = inferResponseSchema(model);
@@ -81,7 +82,7 @@ export function modelDocument(model: ModelView, security: DocumentSecurity): Ope
       versions: model.metadata.versions,
       platform: model.metadata.platform,
       max_batch_size: maxBatchSize,
-      decoupled: model.config.decoupled,
+      decoupled: !servedByOneResponse(model),
       ready: model.ready,
       parameters: model.configJson.parameters ?? {},
     },
@@ -117,7 +118,7 @@ function modelDescription(model: ModelView): string {
     ...(model.ready ? [] : ['**Not ready**: unloaded, or still loading; its requests are refused until it is loaded.', '']),
     `Platform \`${model.metadata.platform}\`, version ${model.version} (ready versions: ${model.metadata.versions.join(', ') || 'none'}), ` +
       (maxBatchSize > 0 ? `batches up to ${maxBatchSize} (the first dim of every tensor is the batch)` : 'no batching') +
-      (model.config.decoupled ? '; decoupled: infer with `generate_stream` or gRPC streaming, not `/infer`.' : '.'),
+      (!servedByOneResponse(model) ? '; decoupled: infer with `generate_stream` or gRPC streaming, not `/infer`.' : '.'),
     '',
     '| input | datatype | shape |',
     '|---|---|---|',
