@@ -8,24 +8,23 @@ import { helpText, usageText } from './help';
 export const USAGE_EXIT_CODE = 2;
 
 /**
+ * The commands with flags of their own, read by their own parsers rather than the server settings' table, each
+ * loaded only when asked for: `perf` (perf_analyzer's -m, -u, -i, ...) and `analyze` (with its plotting libraries).
+ */
+const OWN_FLAGS: Readonly<Record<string, () => Promise<(argv: readonly string[]) => Promise<number>>>> = {
+  perf: async () => (await import('../perf/perf-command')).perf,
+  analyze: async () => (await import('../analyze/analyze-command')).analyzeCommand,
+};
+
+/**
  * The `tstriton` command line: parses `argv` (the arguments after `tstriton`), runs the command and resolves with
  * the exit code. A failure is one line on stderr, `tstriton: <what was wrong>`.
  */
 export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  if (argv[0] === 'perf') {
-    // perf_analyzer's flags (-m, -u, -i, ...), read by perf's own parser; loaded on demand like the server.
+  const ownFlags = argv[0] !== undefined && Object.hasOwn(OWN_FLAGS, argv[0]) ? OWN_FLAGS[argv[0]] : undefined;
+  if (ownFlags !== undefined) {
     try {
-      const { perf } = await import('../perf/perf-command');
-      return await perf(argv.slice(1));
-    } catch (err) {
-      return fail(err);
-    }
-  }
-  if (argv[0] === 'analyze') {
-    // Flags of its own (lib/analyze/analyze-flags.ts); loaded only when asked for, with its plotting libraries.
-    try {
-      const { analyzeCommand } = await import('../analyze/analyze-command');
-      return await analyzeCommand(argv.slice(1));
+      return await (await ownFlags())(argv.slice(1));
     } catch (err) {
       return fail(err);
     }
