@@ -16,7 +16,7 @@ LEVELS = list(range(1, 17))
 def test_perf_analyzer_grpc(server, mode):
     cmd = ["perf_analyzer", "-m", "add_sub", "-u", server.grpc_url, "-i", "grpc",
            "--shape", "a:16", "--shape", "b:16", "--concurrency-range", "1:16",
-           "--measurement-mode", "time_windows", "-p", "300", "--stability-percentage", "1000", "--max-trials", "5",
+           "--measurement-mode", "time_windows", "-p", "300", "--stability-percentage", "1000", "--max-trials", "15",
            *mode]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     out = proc.stdout + proc.stderr

@@ -38,7 +38,7 @@ def test_perf_analyzer_sequence(request, protocol, mode):
     url = server.http_url if protocol == "http" else server.grpc_url
     cmd = ["perf_analyzer", "-m", "sequence_accumulate", "-u", url, "-i", protocol,
            "--sequence-length", "20", "--concurrency-range", "1:8",
-           "--measurement-mode", "time_windows", "-p", "300", "--stability-percentage", "1000", "--max-trials", "5",
+           "--measurement-mode", "time_windows", "-p", "300", "--stability-percentage", "1000", "--max-trials", "15",
            *mode]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
     out = proc.stdout + proc.stderr
