@@ -85,7 +85,10 @@ describe('tstriton analyze', () => {
     // A best config exists when a candidate met the budget; on this loopback model at 50 ms one always does.
     const config = parseModelConfigText(readFileSync(join(out, 'double', 'config.pbtxt'), 'utf8'), 'config.pbtxt');
     expect(config.name).toBe('double');
-    const best = rows.filter((r) => r.meets_objective === 'true').sort((a, b) => Number(b.throughput_infer_per_s) - Number(a.throughput_infer_per_s))[0];
+    const searchBest = rows.filter((r) => r.meets_objective === 'true').sort((a, b) => Number(b.throughput_infer_per_s) - Number(a.throughput_infer_per_s))[0];
+    // The search's best, unless measuring it again beside the model as bound did not hold its gain (the report says
+    // so): then the model as bound is the config written.
+    const best = report.includes("The search's best did not hold its gain") ? rows.find((r) => r.as_bound === 'true') : searchBest;
     expect(config.max_batch_size).toBe(Number(best?.max_batch_size));
     const bind = readFileSync(join(out, 'double', 'bind-options.ts'), 'utf8');
     expect(bind).toContain(`maxBatchSize: ${best?.max_batch_size}`);
