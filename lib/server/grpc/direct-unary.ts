@@ -3,6 +3,7 @@ import { GrpcStatus } from '../../base/errors';
 import { RequestMemory, type BufferLease, type BufferPool } from '../../tensor/buffer-pool';
 import type { CallHeaders } from './call-headers';
 import { statusOf } from './grpc-status';
+import { releaseOnceSent } from './on-the-wire';
 import { ServerCall, type CallLimits, type FramedMessage } from './server-call';
 
 /** What a unary handler answers with: a status, or null and the response. */
@@ -103,22 +104,17 @@ export class DirectUnaryCall<Res, Req = Buffer> extends ServerCall {
       this.sendStatus({ code: GrpcStatus.INTERNAL, details: `failed to encode the response: ${(err as Error).message}` });
       return;
     }
-    const memory = this.memory;
-    if (memory?.holding && (this.method.maxSend === -1 || message.messageLength <= this.method.maxSend)) {
-      // The response may view the request's memory (an output that is an input): it goes back once every
-      // write is done ('finish') and the stream is over ('close'). A stream reset before then keeps it.
-      let pending = 2;
-      const done = (): void => {
-        if (--pending === 0) memory.release();
-      };
-      this.stream.once('finish', done);
-      this.stream.once('close', done);
-    }
     // One flush for the message and the end of the stream.
     this.stream.cork();
     this.writeMessage(message, this.method.maxSend);
     this.sendStatus({ code: GrpcStatus.OK, details: 'OK' });
     this.stream.uncork();
+    // node:http2 sends from the message's buffers after its write has finished: they, and the request's memory
+    // (which an output may view), are held until the bytes have left (on-the-wire.ts). A message over the limit
+    // was not sent, and its request's memory stays out of the pool, as with any error status.
+    const memory = this.memory;
+    const sent = this.method.maxSend === -1 || message.messageLength <= this.method.maxSend;
+    releaseOnceSent(this.stream, message.pieces, sent && memory?.holding ? () => memory.release() : undefined);
   }
 }
 
