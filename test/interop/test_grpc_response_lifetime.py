@@ -3,7 +3,7 @@
 node:http2 sends a response's bytes after its write has finished; a buffer that nothing else held (a response
 tensor on a front-end thread) could be collected before it was sent, and the call then hung with part of its
 bytes sent (lib/server/grpc/on-the-wire.ts). The servers here collect every few milliseconds on every thread
-(helpers/collect-often.cjs), so that what took a loaded machine hundreds of calls to show happens on the first.
+(helpers/collect-often.js), so that what took a loaded machine hundreds of calls to show happens on the first.
 """
 import numpy as np
 import pytest
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.runs_once(reason="sets its own thread counts, one and t
 @pytest.fixture(params=[1, 2], ids=["one-thread", "two-front-end-threads"])
 def collecting_server(request):
     server = start_server(env={"TSTRITON_HTTP_THREAD_COUNT": str(request.param)},
-                          command=["node", "--require", str(ROOT / "test/interop/helpers/collect-often.cjs"),
+                          command=["node", "--require", str(ROOT / "test/interop/helpers/collect-often.js"),
                                    "dist/examples/serve.js"], timeout=120)
     yield server
     stop_server(server)
