@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the interop tests drive the server with, if it is not there yet (idempotent, quick when done):
-#   - Python: tritonclient[all], numpy, pytest, pillow, openai (the OpenAI API's client), grpcio-tools,
+#   - Python: tritonclient[all], numpy, pytest, pytest-timeout, pillow, openai (the OpenAI API's client), grpcio-tools,
 #     grpcio-health-checking, onnx, onnxruntime
 #   - perf_analyzer: the binary shipped in tritonclient 2.51.0's wheel (the newest that runs on glibc 2.36),
 #     in its own venv so that the tritonclient above stays current; it needs libb64 from Debian and the
@@ -9,9 +9,9 @@
 set -euo pipefail
 PA_VENV=${PA_VENV:-/opt/perf_analyzer}
 
-have_py() { python3 -c 'import tritonclient.http, tritonclient.grpc, numpy, pytest, PIL, grpc_tools, grpc_health.v1, onnx, onnxruntime, openai' >/dev/null 2>&1; }
+have_py() { python3 -c 'import tritonclient.http, tritonclient.grpc, numpy, pytest, pytest_timeout, PIL, grpc_tools, grpc_health.v1, onnx, onnxruntime, openai' >/dev/null 2>&1; }
 if ! have_py; then
-  python3 -m pip install -q "tritonclient[all]" numpy pytest pillow openai
+  python3 -m pip install -q "tritonclient[all]" numpy pytest pytest-timeout pillow openai
   # The repository tests write their ONNX models with onnx and check the server's numbers against onnxruntime.
   python3 -m pip install -q onnx onnxruntime
   # grpcio-tools compiles our .proto files for the field-number check; the pin keeps tritonclient's protobuf<7.

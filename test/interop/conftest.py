@@ -31,7 +31,17 @@ def pytest_report_header(config):
             else "front-end threads: the servers' default"]
 
 
+INTEROP_TEST_SECONDS = int(os.environ.get("TSTRITON_INTEROP_TEST_SECONDS", "300"))
+"""How long one interop test may run (pytest-timeout, where installed): a call that hangs fails its own test, and the
+suite goes on, rather than the whole run reaching its deadline without a report."""
+
+
 def pytest_collection_modifyitems(config, items):
+    if config.pluginmanager.hasplugin("timeout"):
+        here = Path(__file__).resolve().parent
+        for item in items:
+            if here in Path(str(item.path)).resolve().parents and item.get_closest_marker("timeout") is None:
+                item.add_marker(pytest.mark.timeout(INTEROP_TEST_SECONDS))
     if not FRONT_END_THREADS:
         return
     for item in items:
