@@ -17,10 +17,9 @@ import type * as http2 from 'node:http2';
  * everything go (its socket sends nothing more).
  */
 export function releaseOnceSent(stream: http2.ServerHttp2Stream, held: unknown, release?: () => void): void {
+  // Each release runs once (afterClose or the connection's end); `held` stays reachable from it until then.
   const letGo = (): void => {
-    // `held` stays reachable from here until now.
-    if (held === RELEASED) return;
-    held = RELEASED;
+    held = undefined;
     release?.();
   };
   const session = stream.session;
@@ -29,8 +28,6 @@ export function releaseOnceSent(stream: http2.ServerHttp2Stream, held: unknown, 
   if (stream.closed || stream.destroyed) keeper.afterClose(letGo);
   else stream.once('close', () => keeper.afterClose(letGo));
 }
-
-const RELEASED = Symbol('released');
 
 /** What one connection holds: the releases waiting for the next PING, and those waiting for the one in flight. */
 class SessionKeeper {
