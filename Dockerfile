@@ -92,8 +92,10 @@ WORKDIR /app
 COPY package.json ./
 COPY --from=cuda-libs /app/ ./
 # ORT_DISABLE_TELEMETRY: onnxruntime would otherwise try to keep a device id in the home folder, which is read-only.
+# MALLOC_ARENA_MAX: glibc's arena cap tstriton serve would otherwise restart itself under (docs/threads.md#malloc-arenas).
 ENV NODE_ENV=production \
-    ORT_DISABLE_TELEMETRY=1
+    ORT_DISABLE_TELEMETRY=1 \
+    MALLOC_ARENA_MAX=2
 USER 10001:10001
 EXPOSE 8000 8001 8002
 HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
@@ -118,8 +120,10 @@ WORKDIR /app
 COPY package.json ./
 COPY --from=build /app/ ./
 # ORT_DISABLE_TELEMETRY: onnxruntime would otherwise try to keep a device id in the home folder, which is read-only.
+# MALLOC_ARENA_MAX: glibc's arena cap tstriton serve would otherwise restart itself under (docs/threads.md#malloc-arenas).
 ENV NODE_ENV=production \
-    ORT_DISABLE_TELEMETRY=1
+    ORT_DISABLE_TELEMETRY=1 \
+    MALLOC_ARENA_MAX=2
 # A numeric user, so that Kubernetes' runAsNonRoot can check it.
 USER 10001:10001
 EXPOSE 8000 8001 8002

@@ -1,5 +1,5 @@
 // Serves every example model on Triton's ports (HTTP 8000, with the OpenAI-compatible API under /v1; gRPC 8001; metrics 8002): `npm start`.
-import { Triton } from 'tstriton';
+import { Triton, capMallocArenas } from 'tstriton';
 import { bindAddSub } from './add-sub/model';
 import { bindIdentity } from './identity/model';
 import { bindColorEnsemble } from './ensemble/model';
@@ -14,6 +14,8 @@ import { bindEchoChat } from './chat/model';
 const CACHE_BYTES = 16 * 1024 * 1024;
 
 async function main(): Promise<void> {
+  // Under glibc's arena cap unless the environment sets one: restarts the process in place, before it serves.
+  capMallocArenas();
   const triton = new Triton({
     ...(!process.env.TSTRITON_RESPONSE_CACHE_BYTE_SIZE && { responseCacheByteSize: CACHE_BYTES }),
     // The OpenAI-compatible API (/v1/...) on the HTTP port, unless TSTRITON_OPENAI says otherwise.

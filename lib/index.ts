@@ -3,6 +3,7 @@
 
 // The server.
 export { Triton } from './triton/triton';
+export { capMallocArenas } from './base/malloc-arenas';
 export type { RunOptions } from './triton/triton';
 export type { BindOptions } from './model/bind-options';
 export type { BoundModel } from './model/bound-model';

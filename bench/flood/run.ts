@@ -6,7 +6,7 @@
  * server holds most of the flood at once for the seconds it takes to run through it.
  *
  *   npm run build && node dist/bench/flood/run.js [--threads 1,2 --floods 4 --starts 100000 --streams 4
- *     --strategy oldest --settle 20 --idle-collection MB --snapshots DIR]
+ *     --strategy oldest --settle 20 --idle-collection MB --malloc-arena-max N --snapshots DIR]
  *
  * For each thread count, one server child; its RSS (from /proc) before the first flood, then for each flood the
  * peak (VmHWM, reset before the flood through /proc/<pid>/clear_refs) and what is left once every answer has come
@@ -19,6 +19,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import type { ModelInferRequestMessage, ModelStreamInferResponseMessage } from '../../lib/protocol/messages';
 import { loadProtos } from '../../lib/protocol/protos';
+import { arenaCapEnvironment, MALLOC_ARENA_MAX } from '../../lib/base/malloc-arenas';
 import { log, runBench } from '../harness/bench-run';
 import { ChildProc } from '../harness/child-proc';
 import { machine } from '../harness/doc-block';
@@ -39,6 +40,8 @@ interface Options {
   snapshots: string | undefined;
   /** The server's `idleCollectionMegabytes`, when given. */
   idleCollection: number | undefined;
+  /** The server's environment: glibc's arena cap as `tstriton serve` starts under it, or as `--malloc-arena-max` says. */
+  env: NodeJS.ProcessEnv;
 }
 
 function parseOptions(): Options {
@@ -51,6 +54,11 @@ function parseOptions(): Options {
     settle: { type: 'number', default: 20, help: 'seconds the server idles after a flood before its RSS is read and the next flood starts (the idle collection runs after 10 s of quiet)' },
     snapshots: { type: 'list', default: [], help: 'a folder for heap snapshots of every thread, before and after' },
     'idle-collection': { type: 'number', default: -1, help: "the server's idleCollectionMegabytes (-1: the server's default)" },
+    'malloc-arena-max': {
+      type: 'number',
+      default: -1,
+      help: `the server's MALLOC_ARENA_MAX (-1: as tstriton serve starts, ${MALLOC_ARENA_MAX} unless this environment sets it; 0: unset, glibc's own)`,
+    },
   });
   const threads = f.threads.map(Number);
   if (!threads.every((n) => Number.isInteger(n) && n >= 1)) throw new UsageError(`--threads: expected counts ≥ 1, got ${f.threads.join(',')}`);
@@ -58,7 +66,10 @@ function parseOptions(): Options {
   if (strategy !== 'oldest' && strategy !== 'direct') throw new UsageError(`--strategy: expected oldest or direct, got ${strategy}`);
   if (!(f.floods >= 1 && f.starts >= 1 && f.streams >= 1 && f.settle >= 0)) throw new UsageError('--floods, --starts and --streams are ≥ 1, --settle ≥ 0');
   const idleCollection = f['idle-collection'] < 0 ? undefined : f['idle-collection'];
-  return { threads, floods: f.floods, starts: f.starts, streams: f.streams, strategy, settleMs: f.settle * 1000, snapshots: f.snapshots[0], idleCollection };
+  const arenas = f['malloc-arena-max'];
+  const { MALLOC_ARENA_MAX: _, ...unset } = process.env;
+  const env = arenas < 0 ? (arenaCapEnvironment() ?? process.env) : arenas === 0 ? unset : { ...process.env, MALLOC_ARENA_MAX: String(arenas) };
+  return { threads, floods: f.floods, starts: f.starts, streams: f.streams, strategy, settleMs: f.settle * 1000, snapshots: f.snapshots[0], idleCollection, env };
 }
 
 // ---- the server's memory, from /proc ----------------------------------------------------------------
@@ -204,7 +215,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function runServer(frontEndThreads: number, o: Options): Promise<ServerRun> {
   const script = path.join(__dirname, 'server.js');
   const cfg: FloodServerConfig = { frontEndThreads, strategy: o.strategy, idleCollectionMegabytes: o.idleCollection };
-  const server = await ChildProc.start(`flood server (${frontEndThreads} thread${frontEndThreads > 1 ? 's' : ''})`, script, { args: [JSON.stringify(cfg)] });
+  const server = await ChildProc.start(`flood server (${frontEndThreads} thread${frontEndThreads > 1 ? 's' : ''})`, script, { args: [JSON.stringify(cfg)], env: o.env });
   const pid = server.proc.pid as number;
   const threads = () => server.call<ThreadMemory[]>({ op: 'threads' } satisfies FloodServerCall);
   const snapshot = (label: string) =>
@@ -290,7 +301,8 @@ function table(runs: readonly ServerRun[], o: Options): string {
   });
   const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)];
   const idle = o.idleCollection === undefined ? "the server's default idleCollectionMegabytes" : `idleCollectionMegabytes ${o.idleCollection}`;
-  lines.push('', `RSS in MB; ${o.starts} STARTs over ${o.streams} streams, ${o.strategy}, ${idle}; ${machine()}.`);
+  const arenas = `MALLOC_ARENA_MAX ${o.env.MALLOC_ARENA_MAX ?? "unset (glibc's own)"}`;
+  lines.push('', `RSS in MB; ${o.starts} STARTs over ${o.streams} streams, ${o.strategy}, ${idle}, ${arenas}; ${machine()}.`);
   for (const line of bars(runs).lines) lines.push(line);
   lines.push('', 'After the last flood, each thread (MB: heap used/committed, young generation, external, ArrayBuffers):');
   for (const r of runs) lines.push(`- ${r.frontEndThreads} thread(s): ${threadsText((r.floods[r.floods.length - 1] as FloodRow).threads)}`);

@@ -18,16 +18,19 @@ export interface SpawnOptions {
   nodeArgs?: string[];
   /** Pins the process to this CPU with taskset. */
   cpu?: number;
+  /** The child's environment (this process's when absent). */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** Runs `script` (a compiled .js file) in a new node process with an IPC channel. */
 export function spawnNode(script: string, options: SpawnOptions = {}): ChildProcess {
   const argv = [...(options.nodeArgs ?? []), script, ...(options.args ?? [])];
   const stdio: StdioOptions = ['ignore', 'inherit', 'inherit', 'ipc'];
+  const env = options.env ?? process.env;
   const child =
     options.cpu === undefined
-      ? spawn(process.execPath, argv, { stdio })
-      : spawn('taskset', ['-c', String(options.cpu), process.execPath, ...argv], { stdio });
+      ? spawn(process.execPath, argv, { stdio, env })
+      : spawn('taskset', ['-c', String(options.cpu), process.execPath, ...argv], { stdio, env });
   children.push(child);
   return child;
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { TritonError } from '../base/errors';
+import { capMallocArenas } from '../base/malloc-arenas';
 import { VERSION } from '../base/version';
 import { parseArgs, type ParsedArgs } from './flags';
 import { helpText, usageText } from './help';
@@ -78,6 +79,8 @@ function fail(err: unknown): number {
 }
 
 if (require.main === module) {
+  // A server starts under glibc's arena cap (docs/threads.md#malloc-arenas): the restart comes before anything runs.
+  if (process.argv[2] === 'serve') capMallocArenas();
   // Exit explicitly: a server's worker threads and sockets may outlive serve() by a moment.
   void main(process.argv.slice(2)).then((code) => process.exit(code));
 }

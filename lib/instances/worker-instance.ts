@@ -1,8 +1,9 @@
-import { extname, join } from 'node:path';
+import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { Request, Response, StreamItem } from '../callable/callable';
 import type { CustomMetric, CustomMetricFamily } from '../callable/custom-metrics';
 import { TritonError, UnrecoverableError } from '../base/errors';
+import { threadEntry } from '../base/thread-entry';
 import { HealthListeners } from './health-listeners';
 import type { Device, HealthEvent, Instance, InstanceContext, InstanceReport } from './instance';
 import { BatchNotStarted, startError } from './instance-errors';
@@ -117,7 +118,7 @@ export class WorkerInstance implements Instance {
     // Custom metrics stay on this thread: the worker sends their updates (applyMetric).
     const { metrics: _metrics, ...context } = this.context as InstanceContext;
     const init: WorkerInit = { module: this.spec.module, exportName: this.spec.exportName, context: { ...context, data: this.spec.data } };
-    const { filename, execArgv } = workerEntry(this.spec.options.execArgv);
+    const { filename, execArgv } = threadEntry(join(__dirname, 'worker'), 'worker-main', __filename, this.spec.options.execArgv);
     const worker = new Worker(filename, {
       workerData: init,
       execArgv,
@@ -328,13 +329,3 @@ function exitReason(code: number, cause: Error | undefined): string {
   return `crashed with an uncaught ${cause.name}: ${cause.message}`;
 }
 
-/**
- * The worker's entry: compiled `worker/worker-main.js` beside this file in dist/. When this file runs as
- * TypeScript source (jest, ts tooling), the worker loads `worker-main.ts` with a TypeScript hook preloaded.
- */
-function workerEntry(userExecArgv: readonly string[] | undefined): { filename: string; execArgv: string[] | undefined } {
-  const ext = extname(__filename);
-  const filename = join(__dirname, 'worker', `worker-main${ext}`);
-  if (ext !== '.ts') return { filename, execArgv: userExecArgv && [...userExecArgv] };
-  return { filename, execArgv: [...(userExecArgv ?? process.execArgv), '--require', join(__dirname, 'worker', 'register-ts.js')] };
-}

@@ -393,3 +393,27 @@ describe('tstriton with no command, and --help', () => {
     expect(FLAGS.filter((f) => !FLAG_SECTIONS.some((s) => s.flags.includes(f.name))).map((f) => f.name)).toEqual([]);
   });
 });
+
+describe("glibc's arena cap", () => {
+  /** MALLOC_ARENA_MAX in a running process's environment, as the kernel holds it (what glibc read at its start). */
+  const arenaMax = (pid: number) =>
+    readFileSync(`/proc/${pid}/environ`, 'utf8')
+      .split('\0')
+      .find((v) => v.startsWith('MALLOC_ARENA_MAX='));
+
+  it('tstriton serve runs under MALLOC_ARENA_MAX=2 in the same process, and under the value its environment gives', async () => {
+    onnxModel(dir, 'ident', [1]);
+    for (const [env, expected] of [[{ MALLOC_ARENA_MAX: undefined, GLIBC_TUNABLES: undefined }, 'MALLOC_ARENA_MAX=2'], [{ MALLOC_ARENA_MAX: '6' }, 'MALLOC_ARENA_MAX=6']] as const) {
+      const server = cli(['serve', '--model-repository', dir, ...PORTS], env);
+      try {
+        const serving = JSON.parse(await server.line(isServing)) as Entry & { ports: { http: number } };
+        expect(serving).toMatchObject({ ready: true });
+        // The pid the test started is the one serving: the restart replaced the process in place.
+        expect(arenaMax(server.child.pid as number)).toBe(expected);
+        expect((await fetch(`http://127.0.0.1:${serving.ports.http}/v2/health/live`)).status).toBe(200);
+      } finally {
+        await stop(server);
+      }
+    }
+  });
+});

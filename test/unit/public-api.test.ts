@@ -31,7 +31,7 @@ const ENTRIES: Record<string, string> = {
 /** The documented root API (docs/api.md); a name added to or taken from `lib/index.ts` must change this list. */
 const ROOT_EXPORTS = [
   // The server.
-  'Triton', 'BindOptions', 'BoundModel', 'RunOptions', 'HttpRouter', 'RouteHandler', 'RouteRequest', 'RouteResponse', 'TritonConfig', 'TritonConfigInit',
+  'Triton', 'capMallocArenas', 'BindOptions', 'BoundModel', 'RunOptions', 'HttpRouter', 'RouteHandler', 'RouteRequest', 'RouteResponse', 'TritonConfig', 'TritonConfigInit',
   // Callables.
   'Request', 'Response', 'InferCallable', 'DecoupledCallable', 'StreamItem', 'InferCall', 'OutputValue', 'ParameterValue', 'ResponseParameters', 'SequenceInfo',
   'RESPONSE_PARAMETERS', 'withParameters', 'InferFunc', 'LifecycleHooks', 'instanceFactory', 'InstanceFactory', 'InstanceTarget', 'InstanceContext', 'Device',

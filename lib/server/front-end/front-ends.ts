@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { extname, join } from 'node:path';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { Cancellation } from '../../base/cancellation';
+import { threadEntry } from '../../base/thread-entry';
 import type { TritonConfig, TritonConfigInit } from '../../config/triton-config';
 import { requestCancelled, TritonError } from '../../base/errors';
 import type { Logger } from '../../logging/logger';
@@ -243,7 +243,7 @@ export class FrontEnds {
       counters: this.counters,
       rings,
     };
-    const { filename, execArgv } = threadEntry();
+    const { filename, execArgv } = threadEntry(__dirname, 'front-end-thread', __filename);
     const worker = new Worker(filename, { workerData: init, transferList: [port2], execArgv, name: `tstriton-fe-${index}`, resourceLimits: frontEndResourceLimits(this.host.config.httpThreadYoungGenerationMegabytes) } as ConstructorParameters<typeof Worker>[1]);
     const thread = new FrontEndThread(index, worker, port1, rings);
     this.threads[index] = thread;
@@ -401,13 +401,3 @@ function configData(config: TritonConfig): TritonConfigInit {
   return data as TritonConfigInit;
 }
 
-/**
- * The thread's entry: compiled `front-end-thread.js` beside this file in dist/; when this file runs as
- * TypeScript source (jest, ts tooling), the thread loads the `.ts` file with a TypeScript hook preloaded.
- */
-function threadEntry(): { filename: string; execArgv: string[] | undefined } {
-  const ext = extname(__filename);
-  const filename = join(__dirname, `front-end-thread${ext}`);
-  if (ext !== '.ts') return { filename, execArgv: undefined };
-  return { filename, execArgv: [...process.execArgv, '--require', join(__dirname, '..', '..', 'instances', 'worker', 'register-ts.js')] };
-}
