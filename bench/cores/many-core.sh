@@ -13,6 +13,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 # The node the npm scripts run (the project's dev dependency), where it is installed.
 export PATH="$PWD/node_modules/.bin:$PATH"
+# The servers run under glibc's arena cap as tstriton serve starts them (docs/threads.md#malloc-arenas), unless the
+# environment names another: MALLOC_ARENA_MAX=128 measures glibc's own (8 per core) for comparison.
+export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"
 
 cpus=$(nproc)
 half=$(( cpus / 2 > 0 ? cpus / 2 : 1 ))

@@ -50,7 +50,7 @@ export const ANALYZE_FLAGS: readonly AnalyzeFlag[] = [
   { name: 'protocol', kind: 'string', placeholder: 'http|grpc', default: 'http', summary: 'what the load is sent over (-i)' },
   { name: 'batch-size', kind: 'integer', placeholder: 'n', default: '1', summary: 'rows per request (-b)' },
   { name: 'shape', kind: 'string', repeatable: true, placeholder: 'name:d1,d2', default: 'none', summary: 'the shape of an input with variable dims (--shape)' },
-  { name: 'input-data', kind: 'string', placeholder: 'zero|random|file', default: 'random', summary: 'the input values (--input-data)' },
+  { name: 'input-data', kind: 'string', placeholder: 'zero|random|file|dir', default: 'random', summary: 'the input values (--input-data)' },
   { name: 'measurement-interval', kind: 'integer', placeholder: 'ms', default: '1000', summary: 'length of each measurement window (-p)' },
   { name: 'max-trials', kind: 'integer', placeholder: 'n', default: '3', summary: 'windows per step at most, until two agree (-r)' },
   { name: 'stability-percentage', kind: 'number', placeholder: '%', default: '10', summary: 'how close the windows must agree (-s)' },

@@ -38,6 +38,7 @@ interface Draft {
   outputTensorFormat?: 'binary' | 'json';
   streaming: boolean;
   sharedMemory?: 'none' | 'system';
+  outputSharedMemorySize?: number;
   sequenceLength?: number;
   sequenceIdStart?: number;
   maxThreads?: number;
@@ -102,10 +103,16 @@ const SECTIONS: readonly { readonly title: Section; readonly flags: readonly Per
     title: 'Input data',
     flags: [
       { names: ['--shape'], value: 'name:d1,d2', summary: "an input's shape without the batch dimension, for variable dimensions (default 1); repeatable", apply: (d, v, f) => shape(d, v, f) },
-      { names: ['--input-data'], value: 'zero|random|file', summary: "values of the inputs, or perf_analyzer's JSON data file (default random)", apply: (d, v) => (d.inputData = v === 'zero' || v === 'random' ? v : { file: v }) },
+      { names: ['--input-data'], value: 'zero|random|file|dir', summary: "values of the inputs: perf_analyzer's JSON data file, or its directory of a file per input (default random)", apply: (d, v) => (d.inputData = v === 'zero' || v === 'random' ? v : { file: v }) },
       { names: ['--input-tensor-format'], value: 'binary|json', summary: 'HTTP: inputs in the binary tensor extension or as JSON (default binary)', apply: (d, v, f) => (d.inputTensorFormat = oneOf(f, v, ['binary', 'json'] as const)) },
       { names: ['--output-tensor-format'], value: 'binary|json', summary: 'HTTP: outputs in the binary tensor extension or as JSON (default binary)', apply: (d, v, f) => (d.outputTensorFormat = oneOf(f, v, ['binary', 'json'] as const)) },
-      { names: ['--shared-memory'], value: 'none|system', summary: 'inputs in registered system shared memory (default none)', apply: (d, v, f) => (d.sharedMemory = oneOf(f, v, ['none', 'system'] as const)) },
+      { names: ['--shared-memory'], value: 'none|system', summary: 'inputs and outputs in registered system shared memory (default none)', apply: (d, v, f) => (d.sharedMemory = oneOf(f, v, ['none', 'system'] as const)) },
+      {
+        names: ['--output-shared-memory-size'],
+        value: 'bytes',
+        summary: "with --shared-memory system: the region of an output whose size the model's shape does not fix (default 102400)",
+        apply: (d, v, f) => (d.outputSharedMemorySize = integer(f, v, 1)),
+      },
     ],
   },
   {
@@ -193,6 +200,7 @@ function commandLine(d: Draft): PerfCommandLine {
     ...(d.outputTensorFormat !== undefined && { outputTensorFormat: d.outputTensorFormat }),
     ...(d.streaming && { streaming: true }),
     ...(d.sharedMemory !== undefined && { sharedMemory: d.sharedMemory }),
+    ...(d.outputSharedMemorySize !== undefined && { outputSharedMemorySize: d.outputSharedMemorySize }),
     ...(d.sequenceLength !== undefined && { sequenceLength: d.sequenceLength }),
     ...(d.sequenceIdStart !== undefined && { sequenceIdStart: d.sequenceIdStart }),
     ...(d.maxThreads !== undefined && { maxThreads: d.maxThreads }),

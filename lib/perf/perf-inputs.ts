@@ -1,10 +1,11 @@
 /**
  * The input tensors of `tstriton perf`'s requests, from the model's metadata and config, `--shape`, `-b` and
- * `--input-data` (zero, random, or perf_analyzer's JSON data file). Every problem is found here, before any load,
+ * `--input-data` (zero, random, perf_analyzer's JSON data file, or its directory of one file per input). Every problem is found here, before any load,
  * and named: an input the model does not have, a shape that does not fit the model's, a data entry of the wrong
  * size.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { invalidConfig } from '../base/errors';
 import type { ModelConfigJson } from '../config/triton-model-config';
 import type { ModelMetadata } from '../protocol/model-metadata';
@@ -21,7 +22,15 @@ export interface InputSpec {
   readonly optional: boolean;
 }
 
-/** How the model batches, and the inputs a request sends. */
+/** One output of the model: its datatype and the shape of one batch-1 sample (-1 where the model does not fix it). */
+export interface OutputSpec {
+  readonly name: string;
+  readonly datatype: string;
+  /** Without the batch dimension. */
+  readonly shape: readonly number[];
+}
+
+/** How the model batches, the inputs a request sends and the outputs it gets. */
 export interface ModelInputs {
   /** 0 when the model does not batch: requests then carry the sample shape as is. */
   readonly maxBatchSize: number;
@@ -30,6 +39,7 @@ export interface ModelInputs {
   /** The model is decoupled: any number of responses per request, the last one marked final. */
   readonly decoupled: boolean;
   readonly inputs: readonly InputSpec[];
+  readonly outputs: readonly OutputSpec[];
 }
 
 /** Length of a random BYTES element, as perf_analyzer's default `--string-length` (128). */
@@ -62,20 +72,22 @@ export function modelInputs(metadata: ModelMetadata, config: ModelConfigJson, sh
     return { name: input.name, datatype: input.datatype, shape, optional };
   });
   const sequence = configJson.sequence_batching !== undefined && configJson.sequence_batching !== null;
-  return { maxBatchSize, sequence, decoupled: configJson.model_transaction_policy?.decoupled === true, inputs };
+  const outputs = metadata.outputs.map((o): OutputSpec => ({ name: o.name, datatype: o.datatype, shape: maxBatchSize > 0 ? o.shape.slice(1) : o.shape }));
+  return { maxBatchSize, sequence, decoupled: configJson.model_transaction_policy?.decoupled === true, inputs, outputs };
 }
 
-/** The input data a run sends: `zero`, `random`, or a perf_analyzer JSON data file. */
+/** The input data a run sends: `zero`, `random`, or a perf_analyzer JSON data file or data directory. */
 export type InputData = 'zero' | 'random' | { readonly file: string };
 
 /**
  * The input tensors of the distinct requests to send, each of batch `batchSize`: one request for zero or random
- * data, one per entry of a data file (request `i` takes entries `i` to `i + batchSize - 1`, wrapping).
+ * data or a data directory, one per entry of a data file (request `i` takes entries `i` to `i + batchSize - 1`,
+ * wrapping).
  */
 export function requestInputs(model: ModelInputs, batchSize: number, data: InputData): NamedTensor[][] {
   if (model.maxBatchSize === 0 && batchSize !== 1) throw invalidConfig(`-b ${batchSize}: the model does not batch (its config says max_batch_size 0, or the server gives no config), so the batch size must be 1`);
   if (batchSize > model.maxBatchSize && model.maxBatchSize > 0) throw invalidConfig(`-b ${batchSize} is above the model's max_batch_size ${model.maxBatchSize}`);
-  const samples = typeof data === 'string' ? [generatedSample(model, data)] : fileSamples(model, data.file);
+  const samples = typeof data === 'string' ? [generatedSample(model, data)] : isDirectory(data.file) ? [directorySample(model, data.file)] : fileSamples(model, data.file);
   return samples.map((_, i) =>
     model.inputs.flatMap((spec): NamedTensor[] => {
       const parts = Array.from({ length: batchSize }, (_, k) => samples[(i + k) % samples.length]?.get(spec.name)).filter((t) => t !== undefined);
@@ -125,6 +137,39 @@ function randomValue(dtype: DataType): number {
 }
 
 /** The samples of a perf_analyzer JSON data file: `{"data": [{"INPUT0": [...] | {"content": [...], "shape": [...]} | {"b64": "..."}}, ...]}`. */
+function isDirectory(path: string): boolean {
+  return statSync(path, { throwIfNoEntry: false })?.isDirectory() === true;
+}
+
+/**
+ * perf_analyzer's data directory: one file per input, named as the input, holding one batch-1 sample of it: the
+ * raw little-endian elements of a numeric input, or one element per line of a BYTES input.
+ */
+function directorySample(model: ModelInputs, dir: string): Map<string, Tensor> {
+  const sample = new Map<string, Tensor>();
+  for (const spec of model.inputs) {
+    const where = `--input-data ${dir}: ${spec.name}`;
+    const file = join(dir, spec.name);
+    let raw: Buffer;
+    try {
+      raw = readFileSync(file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && spec.optional) continue;
+      throw invalidConfig(`${where}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? `no file for input '${spec.name}'` : (err as Error).message}`);
+    }
+    if (spec.datatype !== 'BYTES') {
+      sample.set(spec.name, fromRaw(spec.datatype, spec.shape, raw, where, 'the file'));
+      continue;
+    }
+    const lines = raw.toString('utf8').split('\n');
+    if (lines[lines.length - 1] === '') lines.pop();
+    const n = elementCount(spec.shape);
+    if (lines.length !== n) throw invalidConfig(`${where}: the file has ${lines.length} lines; shape [${spec.shape.join(',')}] needs ${n} (one element a line)`);
+    sample.set(spec.name, { dtype: 'BYTES', shape: [...spec.shape], data: lines.map((l) => Buffer.from(l, 'utf8')) });
+  }
+  return sample;
+}
+
 function fileSamples(model: ModelInputs, file: string): Map<string, Tensor>[] {
   let parsed: unknown;
   try {
@@ -183,11 +228,11 @@ function entryTensor(spec: InputSpec, value: unknown, where: string): Tensor {
   }
 }
 
-function fromRaw(dtype: DataType, shape: readonly number[], raw: Buffer, where: string): Tensor {
+function fromRaw(dtype: DataType, shape: readonly number[], raw: Buffer, where: string, what = 'b64 content'): Tensor {
   const row = DTYPES[dtype];
-  if (row.array === null) throw invalidConfig(`${where}: b64 content is supported for numeric inputs only`);
+  if (row.array === null) throw invalidConfig(`${where}: ${what} is supported for numeric inputs only`);
   const n = elementCount(shape);
-  if (raw.byteLength !== n * row.size) throw invalidConfig(`${where}: b64 content has ${raw.byteLength} bytes; shape [${shape.join(',')}] of ${dtype} needs ${n * row.size}`);
+  if (raw.byteLength !== n * row.size) throw invalidConfig(`${where}: ${what} has ${raw.byteLength} bytes; shape [${shape.join(',')}] of ${dtype} needs ${n * row.size}`);
   const copy = new Uint8Array(raw);
   return { dtype, shape: [...shape], data: new row.array(copy.buffer, 0, n) } as Tensor;
 }

@@ -17,6 +17,13 @@ export type RequestInput =
   | NamedTensor
   | { readonly name: string; readonly datatype: string; readonly shape: readonly number[]; readonly region: string; readonly offset: number; readonly byteSize: number };
 
+/** An output a request asks to have written into a registered shared-memory region. */
+export interface RequestOutput {
+  readonly name: string;
+  readonly region: string;
+  readonly byteSize: number;
+}
+
 /** What every request of a run has in common. */
 export interface RequestFrame {
   readonly protocol: 'http' | 'grpc';
@@ -30,6 +37,8 @@ export interface RequestFrame {
   readonly inputFormat: 'binary' | 'json';
   /** HTTP: outputs asked for in the binary tensor extension, or as JSON. */
   readonly outputFormat: 'binary' | 'json';
+  /** Outputs written into shared memory (`--shared-memory system`); absent: every output comes back in the answer. */
+  readonly outputs?: readonly RequestOutput[];
 }
 
 /** One request's bytes: its inputs, with request parameters (sequence id, start, end) when the model needs them. */
@@ -54,8 +63,11 @@ function httpRequest(frame: RequestFrame, inputs: readonly RequestInput[], param
     blobs.push(blob);
     return `${head},"parameters":{"binary_data_size":${blob.byteLength}}}`;
   });
-  const params = { ...parameters, ...(frame.outputFormat === 'binary' && { binary_data_output: true }) };
-  const json = Buffer.from(`{"parameters":${parametersJson(params)},"inputs":[${described.join(',')}]}`, 'utf8');
+  const params = { ...parameters, ...(frame.outputFormat === 'binary' && !frame.outputs && { binary_data_output: true }) };
+  const outputs = frame.outputs?.map(
+    (o) => `{"name":${JSON.stringify(o.name)},"parameters":{"shared_memory_region":${JSON.stringify(o.region)},"shared_memory_offset":0,"shared_memory_byte_size":${o.byteSize}}}`,
+  );
+  const json = Buffer.from(`{"parameters":${parametersJson(params)},"inputs":[${described.join(',')}]${outputs ? `,"outputs":[${outputs.join(',')}]` : ''}}`, 'utf8');
   const bodyLength = json.byteLength + blobs.reduce((a, b) => a + b.byteLength, 0);
   const path = `/v2/models/${encodeURIComponent(frame.model)}${frame.version ? `/versions/${encodeURIComponent(frame.version)}` : ''}/infer`;
   const headers = [
@@ -79,6 +91,9 @@ function grpcRequest(frame: RequestFrame, inputs: readonly RequestInput[], param
         : { name: input.name, datatype: input.datatype, shape: [...input.shape], parameters: toInferParameters({ shared_memory_region: input.region, shared_memory_offset: input.offset, shared_memory_byte_size: input.byteSize }) },
     ),
     raw_input_contents: inputs.filter(isTensor).map((input) => encodeBinary(input.tensor)),
+    ...(frame.outputs && {
+      outputs: frame.outputs.map((o) => ({ name: o.name, parameters: toInferParameters({ shared_memory_region: o.region, shared_memory_offset: 0, shared_memory_byte_size: o.byteSize }) })),
+    }),
   };
   const method = loadProtos('string').inference.ModelInfer as grpc.MethodDefinition<ModelInferRequestMessage, unknown>;
   return grpcFrame(method.requestSerialize(message));

@@ -119,8 +119,10 @@ export interface PerfOptions {
   readonly outputTensorFormat?: 'binary' | 'json';
   /** gRPC: send over ModelStreamInfer streams (`--streaming`). */
   readonly streaming?: boolean;
-  /** Inputs in system shared memory registered with the server (`--shared-memory system`), or in the request (default). */
+  /** Inputs and outputs in system shared memory registered with the server (`--shared-memory system`), or in the messages (default). */
   readonly sharedMemory?: 'none' | 'system';
+  /** `--output-shared-memory-size`: bytes of an output's region where the model's shape does not fix its size. */
+  readonly outputSharedMemorySize?: number;
   /** Requests per sequence for a model with a sequence batcher (`--sequence-length`, default 20). */
   readonly sequenceLength?: number;
   /** The first sequence id (`--sequence-id-range start`, default 1); lane `i` uses `start + i`. */

@@ -21,7 +21,7 @@ import { encodeRequest, type RequestFrame, type RequestInput } from './perf-requ
 import type { PerfLoad, PerfOptions, PerfProgress, PerfReport, PerfStep } from './perf-types';
 import { isStable, mergeWindows, STABILITY_WINDOWS, type PerfWindow } from './perf-window';
 import { statsSnapshot, type StatsSnapshot } from './server-stats';
-import { SharedMemoryInputs } from './shared-memory-inputs';
+import { OUTPUT_SHARED_MEMORY_SIZE, SharedMemoryRegions } from './shared-memory-regions';
 
 /** How long set-up calls (metadata, config, statistics) may take. */
 const CALL_TIMEOUT_MS = 10_000;
@@ -42,7 +42,7 @@ export async function runPerf(options: PerfOptions, onProgress?: (p: PerfProgres
     tls: { ca: target.tls?.ca, cert: target.tls?.cert, key: target.tls?.key, ...(target.tls?.verifyPeer === false && { rejectUnauthorized: false }) },
   });
   let pool: LoadPool | undefined;
-  let shm: SharedMemoryInputs | undefined;
+  let shm: SharedMemoryRegions | undefined;
   const settings = { timeoutMs: CALL_TIMEOUT_MS, ...(target.headers && { headers: target.headers }) };
   try {
     const extensions = await serverExtensions(transport, options, settings);
@@ -57,7 +57,10 @@ export async function runPerf(options: PerfOptions, onProgress?: (p: PerfProgres
     const defaultFormat = extensions === undefined || extensions.includes('binary_tensor_data') ? 'binary' : 'json';
     const readStats = await statsReader(transport, target.model, version, settings);
     const inputs = requestInputs(model, batchSize, options.inputData ?? 'random');
-    if (options.sharedMemory === 'system') shm = await SharedMemoryInputs.register(transport, inputs, settings);
+    if (options.sharedMemory === 'system') {
+      const sizes = { batchSize, outputBytes: options.outputSharedMemorySize ?? OUTPUT_SHARED_MEMORY_SIZE };
+      shm = await SharedMemoryRegions.register(transport, inputs, model.outputs, sizes, settings);
+    }
     const frame: RequestFrame = {
       protocol: target.protocol,
       authority: `${address.host}:${address.port}`,
@@ -66,6 +69,7 @@ export async function runPerf(options: PerfOptions, onProgress?: (p: PerfProgres
       headers: target.protocol === 'http' ? (target.headers ?? {}) : {},
       inputFormat: options.inputTensorFormat ?? defaultFormat,
       outputFormat: options.outputTensorFormat ?? defaultFormat,
+      ...(shm && { outputs: shm.outputs }),
     };
     const requestInputsList: readonly (readonly RequestInput[])[] = shm ? shm.inputs : inputs;
     const connection: ConnectionTarget = {

@@ -20,7 +20,15 @@ export interface ShmTarget {
   readonly byteSize: number;
 }
 
-interface Region extends RegionStatus {
+/**
+ * A registered region with the count of its registration: a region unregistered and registered again under the
+ * same name, key and window (its object made again in between, as clients do) is told apart from the one before.
+ */
+export interface RegisteredRegion extends RegionStatus {
+  readonly registration: number;
+}
+
+interface Region extends RegisteredRegion {
   readonly fd: number;
 }
 
@@ -36,6 +44,7 @@ interface Region extends RegionStatus {
  */
 export class SharedMemoryManager {
   private readonly regions = new Map<string, Region>();
+  private registrations = 0;
 
   constructor(
     readonly allowed: boolean,
@@ -62,7 +71,7 @@ export class SharedMemoryManager {
       fs.closeSync(fd);
       throw invalidArgument(`shared memory region '${name}': offset ${offset} + byte_size ${byteSize} is beyond the end of '${key}' (${size} bytes)`);
     }
-    this.regions.set(name, { name, key, offset, byte_size: byteSize, fd });
+    this.regions.set(name, { name, key, offset, byte_size: byteSize, fd, registration: ++this.registrations });
   }
 
   /** Unregisters `name`, or every region when no name is given; an unknown name is not an error. */
@@ -78,6 +87,11 @@ export class SharedMemoryManager {
   status(name?: string): RegionStatus[] {
     const list = name ? [this.regionOf(name)] : [...this.regions.values()];
     return list.map(({ name: n, key, offset, byte_size }) => ({ name: n, key, offset, byte_size }));
+  }
+
+  /** Every region with the count of its registration (what the core publishes to front-end threads). */
+  registered(): RegisteredRegion[] {
+    return [...this.regions.values()].map(({ name, key, offset, byte_size, registration }) => ({ name, key, offset, byte_size, registration }));
   }
 
   /** Reads an input's bytes; the window must lie inside the region. */

@@ -385,6 +385,48 @@ describe(`a server on ${THREADS} front-end threads`, () => {
     expect(json<unknown[]>(await once(port, 'GET', '/v2/systemsharedmemory/status'))).toEqual([]);
   });
 
+  it('reads and writes a shared-memory object made again under the same key and registered again under the same name, on every thread', async () => {
+    // tritonclient's pattern: destroy a region (unregister, unlink the object), create it again with the same name
+    // and key, register it again. Nothing in between reaches the threads, so only the registration tells the new
+    // object from the one each thread had open.
+    const key = `tstriton-fe-${process.pid}-again`;
+    const outKey = `tstriton-fe-${process.pid}-again-out`;
+    const make = (k: string, values: number[]) => {
+      const file = join(SHM_DIR, k);
+      rmSync(file, { force: true });
+      shmFiles.push(file);
+      writeFileSync(file, fp32(values));
+    };
+    const register = async (region: string, k: string) => expect((await once(port, 'POST', `/v2/systemsharedmemory/region/${region}/register`, { key: `/${k}`, offset: 0, byte_size: 16 })).status).toBe(200);
+    const unregister = async (region: string) => expect((await once(port, 'POST', `/v2/systemsharedmemory/region/${region}/unregister`)).status).toBe(200);
+    const inOut = () =>
+      once(port, 'POST', '/v2/models/double/infer', {
+        inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 4], parameters: { shared_memory_region: 'again', shared_memory_byte_size: 16 } }],
+        outputs: [{ name: 'y', parameters: { shared_memory_region: 'again_out', shared_memory_byte_size: 16 } }],
+      });
+    const written = () => fromFp32(readFileSync(join(SHM_DIR, outKey)));
+    const round = async (values: number[]) => {
+      make(key, values);
+      make(outKey, [0, 0, 0, 0]);
+      await register('again', key);
+      await register('again_out', outKey);
+      await onBothThreads(() =>
+        Promise.all(
+          range(CONNECTIONS).map(async () => {
+            const answer = await inOut();
+            expect([answer.status, json<InferBody>(answer).outputs]).toEqual([200, [{ name: 'y', datatype: 'FP32', shape: [1, 4] }]]);
+            expect(written()).toEqual(values.map((v) => 2 * v));
+          }),
+        ),
+      );
+      await unregister('again');
+      await unregister('again_out');
+    };
+    await round([1, 2, 3, 4]);
+    await round([5, 6, 7, 8]);
+    await round([9, 10, 11, 12]);
+  });
+
   it('answers the same request from the one response cache, whichever connection and thread it comes on', async () => {
     const answers = await onBothThreads(async () => {
       const out: Answer[] = [];

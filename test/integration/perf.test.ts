@@ -174,6 +174,40 @@ describe.each([
     expect(readdirSync('/dev/shm').filter((f) => f.startsWith(`tstriton-perf-${process.pid}-`))).toEqual([]);
   });
 
+  it.each(['http', 'grpc'] as const)('has the outputs written into registered system shared memory over %s, a region each of --output-shared-memory-size bytes where the shape is variable', async (protocol) => {
+    const dir = mkdtempSync(join(tmpdir(), 'tstriton-perf-shm-'));
+    try {
+      const data = join(dir, 'data.json');
+      writeFileSync(data, JSON.stringify({ data: [{ a: [1, 2, 3], b: [10, 20, 30] }] }));
+      // What each output's region holds once a step has been measured (the regions go when the run ends).
+      const seen: Record<string, { bytes: number; values: number[] }> = {};
+      const read = (k: number) => {
+        const bytes = readFileSync(`/dev/shm/tstriton-perf-${process.pid}-out-${k}`);
+        return { bytes: bytes.byteLength, values: Array.from(new Float32Array(bytes.buffer, bytes.byteOffset, 6)) };
+      };
+      const options: PerfOptions = {
+        target: target(protocol),
+        sharedMemory: 'system',
+        outputSharedMemorySize: 4096,
+        inputData: { file: data },
+        batchSize: 2,
+        shapes: { a: [3], b: [3] },
+        loads: [{ kind: 'concurrency', concurrency: 2 }],
+        ...MEASURE,
+      };
+      const before = await inferenceCount(triton.ports.http as number, 'add_sub');
+      const report = await runPerf(options, (p) => {
+        if (p.step) Object.assign(seen, { add: read(0), sub: read(1) });
+      });
+      expectCountsMatch(report, (await inferenceCount(triton.ports.http as number, 'add_sub')) - before, 2);
+      // add_sub's outputs are [-1]: their size is not fixed, so each region has the size asked for.
+      expect(seen).toEqual({ add: { bytes: 4096, values: [11, 22, 33, 11, 22, 33] }, sub: { bytes: 4096, values: [-9, -18, -27, -9, -18, -27] } });
+      expect(readdirSync('/dev/shm').filter((f) => f.startsWith(`tstriton-perf-${process.pid}-`))).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('refuses an open loop for a sequence model before any load', async () => {
     const options: PerfOptions = { target: target('http', 'sequence_accumulate'), loads: [{ kind: 'request-rate', requestRate: 10, distribution: 'constant' }], ...MEASURE };
     await expect(runPerf(options)).rejects.toMatchObject({ code: 'INVALID_CONFIG', message: "--request-rate-range is not supported for a sequence model ('sequence_accumulate'): use --concurrency-range" });

@@ -2,7 +2,7 @@ import { TritonError, tritonError } from '../../base/errors';
 import { attachChatTemplate, compileChatTemplate, type CompiledChatTemplate } from '../../model/chat-template';
 import type { ModelLookup, ModelView } from '../../model/model-view';
 import type { ModelMetadata } from '../../protocol/model-metadata';
-import { SharedMemoryManager, type RegionStatus, type ShmTarget } from '../shared-memory';
+import { SharedMemoryManager, type RegionStatus, type RegisteredRegion, type ShmTarget } from '../shared-memory';
 import type { CoreState, PublishedModel, PublishedState } from './core-state';
 
 /** Asks the core thread to run one of its calls, without waiting for it (remote-core.ts). */
@@ -81,7 +81,7 @@ function viewOf(m: PublishedModel): ModelView {
  */
 export class FrontEndSharedMemory extends SharedMemoryManager {
   private readonly opened = new Set<string>();
-  private seen: readonly RegionStatus[] | undefined;
+  private seen: readonly RegisteredRegion[] | undefined;
 
   constructor(
     allowed: boolean,
@@ -101,10 +101,11 @@ export class FrontEndSharedMemory extends SharedMemoryManager {
 
   override status(name?: string): RegionStatus[] {
     const regions = this.coreRegions();
-    if (name === undefined) return [...regions];
+    const statusOf = ({ name: n, key, offset, byte_size }: RegisteredRegion): RegionStatus => ({ name: n, key, offset, byte_size });
+    if (name === undefined) return regions.map(statusOf);
     const region = regions.find((r) => r.name === name);
     // Not opened here either (coreRegions() closed what the core no longer has): NOT_FOUND, in the manager's words.
-    return region === undefined ? super.status(name) : [region];
+    return region === undefined ? super.status(name) : [statusOf(region)];
   }
 
   override read(target: ShmTarget, what: string): Buffer {
@@ -122,8 +123,12 @@ export class FrontEndSharedMemory extends SharedMemoryManager {
     super.closeAll();
   }
 
-  /** The regions the core has registered; what this thread opened is closed once they change. */
-  private coreRegions(): readonly RegionStatus[] {
+  /**
+   * The regions the core has registered; what this thread opened is closed once they change, a region registered
+   * again among them (its registration's count tells it apart even under the same name, key and window: the
+   * object may have been made again, and the descriptor this thread holds be the old one's).
+   */
+  private coreRegions(): readonly RegisteredRegion[] {
     const regions = this.published.current.regions;
     if (regions !== this.seen) {
       // Every state the core publishes brings its regions: only a change of them closes this thread's.

@@ -2,7 +2,7 @@ import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import type { ModelConfigJson } from '../../config/triton-model-config';
 import type { ModelShape } from '../../model/model-view';
 import type { ModelMetadata } from '../../protocol/model-metadata';
-import type { RegionStatus } from '../shared-memory';
+import type { RegisteredRegion } from '../shared-memory';
 
 /** One model version as the core publishes it to the front-end threads. */
 export interface PublishedModel {
@@ -28,8 +28,8 @@ export interface CoreState {
   readonly ready: boolean;
   /** Every bound model version, in binding order. */
   readonly models: readonly PublishedModel[];
-  /** The system shared-memory regions clients registered. */
-  readonly regions: readonly RegionStatus[];
+  /** The system shared-memory regions clients registered, each with the count of its registration. */
+  readonly regions: readonly RegisteredRegion[];
 }
 
 /**

@@ -66,7 +66,7 @@ export class StatePublisher {
     const models = repository.all();
     const live = core.isLive();
     const ready = core.isReady();
-    const regions = core.sharedMemory.status();
+    const regions = core.sharedMemory.registered();
     const said = `${live} ${ready} ${models.map((m) => `${m.name}/${m.version}/${m.state}/${m.ready}`).join(',')} ${JSON.stringify(regions)}`;
     if (!always && said === this.said && this.latest !== undefined) return;
     this.said = said;

@@ -29,6 +29,10 @@ describe('parsePerfArgs', () => {
     expect(parsePerfArgs(['-m', 'm', '-i', 'grpc']).options.target.url).toBe('localhost:8001');
   });
 
+  it('reads --shared-memory system with the outputs\' region size', () => {
+    expect(parsePerfArgs(['-m', 'm', '--shared-memory', 'system', '--output-shared-memory-size', '4096']).options).toMatchObject({ sharedMemory: 'system', outputSharedMemorySize: 4096 });
+  });
+
   it('reads request rates (fractional) with their distribution', () => {
     expect(parsePerfArgs(['-m', 'm', '--request-rate-range', '50:150:50', '--request-distribution', 'poisson']).options.loads).toEqual(
       [50, 100, 150].map((requestRate) => ({ kind: 'request-rate', requestRate, distribution: 'poisson' })),
@@ -41,6 +45,7 @@ describe('parsePerfArgs', () => {
     [['-m', 'm', '--concurrency-range', '4:2'], '--concurrency-range 4:2: the end is below the start'],
     [['-m', 'm', '--concurrency-range', '1:2:3:4'], '--concurrency-range 1:2:3:4: expected start[:end[:step]]'],
     [['-m', 'm', '-i', 'tcp'], '-i tcp: expected http or grpc'],
+    [['-m', 'm', '--output-shared-memory-size', '0'], '--output-shared-memory-size 0: expected an integer of at least 1'],
     [['-m', 'm', '--shape', 'a'], '--shape a: expected name:d1,d2,... with whole dimensions'],
     [['-m', 'm', '--shape', 'a:2,x'], '--shape a:2,x: expected name:d1,d2,... with whole dimensions'],
     [['-m', 'm', '-H', 'novalue'], '-H novalue: expected Name:Value'],
