@@ -113,6 +113,46 @@ def test_inputs_and_outputs_through_shared_memory(shm_server, regions, protocol)
 
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_regions_destroyed_and_created_again_under_the_same_names(shm_server, protocol):
+    """tritonclient's cycle, three times with the same region names and keys: create the objects, register them,
+    infer, unregister, destroy. Each time the server reads the new objects and writes into the new ones, on every
+    front-end thread (the threaded pass runs this on two), never through an object destroyed before."""
+    module, client = client_for(protocol, shm_server)
+    tag = uuid.uuid4().hex[:8]
+    made = {name: (f"again_{name}_{tag}", f"/tstriton_again_{name}_{tag}") for name in ("a", "b", "add", "sub")}
+    b = np.full((1, N), 0.5, dtype=np.float32)
+    for round_ in range(1, 4):
+        handles = {name: shm.create_shared_memory_region(region, key, BYTES) for name, (region, key) in made.items()}
+        try:
+            a = np.arange(N, dtype=np.float32)[None] * round_
+            shm.set_shared_memory_region(handles["a"], [a])
+            shm.set_shared_memory_region(handles["b"], [b])
+            for region, key in made.values():
+                client.register_system_shared_memory(region, key, BYTES)
+            inputs = [module.InferInput("a", [1, N], "FP32"), module.InferInput("b", [1, N], "FP32")]
+            inputs[0].set_shared_memory(made["a"][0], BYTES)
+            inputs[1].set_shared_memory(made["b"][0], BYTES)
+            outputs = [module.InferRequestedOutput("add"), module.InferRequestedOutput("sub")]
+            outputs[0].set_shared_memory(made["add"][0], BYTES)
+            outputs[1].set_shared_memory(made["sub"][0], BYTES)
+            # Several calls, each on a connection of its own, so that they land on every thread.
+            for _ in range(4):
+                _, fresh = client_for(protocol, shm_server)
+                try:
+                    fresh.infer("add_sub", inputs, outputs=outputs)
+                finally:
+                    fresh.close()
+                np.testing.assert_array_equal(shm.get_contents_as_numpy(handles["add"], np.float32, [1, N]), a + b)
+                np.testing.assert_array_equal(shm.get_contents_as_numpy(handles["sub"], np.float32, [1, N]), a - b)
+        finally:
+            for region, _ in made.values():
+                client.unregister_system_shared_memory(region)
+            for h in handles.values():
+                shm.destroy_shared_memory_region(h)
+    client.close()
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_register_errors(shm_server, regions, protocol):
     _, client = client_for(protocol, shm_server)
     made, _ = regions
