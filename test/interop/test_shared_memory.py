@@ -47,6 +47,15 @@ def client_for(protocol, server):
     return grpcclient, grpcclient.InferenceServerClient(server.grpc_url)
 
 
+def through_regions(module, made):
+    """add_sub's inputs read from the regions of `made` (a, b) and its outputs written to them (add, sub)."""
+    inputs = [module.InferInput("a", [1, N], "FP32"), module.InferInput("b", [1, N], "FP32")]
+    outputs = [module.InferRequestedOutput("add"), module.InferRequestedOutput("sub")]
+    for tensor, name in zip(inputs + outputs, ("a", "b", "add", "sub")):
+        tensor.set_shared_memory(made[name][0], BYTES)
+    return inputs, outputs
+
+
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_inputs_and_outputs_through_shared_memory(shm_server, regions, protocol):
     module, client = client_for(protocol, shm_server)
@@ -62,12 +71,7 @@ def test_inputs_and_outputs_through_shared_memory(shm_server, regions, protocol)
         names = [r["name"] for r in status] if protocol == "http" else list(status.regions)
         assert {region for region, _ in made.values()} <= set(names)
 
-        inputs = [module.InferInput("a", [1, N], "FP32"), module.InferInput("b", [1, N], "FP32")]
-        inputs[0].set_shared_memory(made["a"][0], BYTES)
-        inputs[1].set_shared_memory(made["b"][0], BYTES)
-        outputs = [module.InferRequestedOutput("add"), module.InferRequestedOutput("sub")]
-        outputs[0].set_shared_memory(made["add"][0], BYTES)
-        outputs[1].set_shared_memory(made["sub"][0], BYTES)
+        inputs, outputs = through_regions(module, made)
         result = client.infer("add_sub", inputs, outputs=outputs)
 
         out = result.get_output("add")
@@ -129,12 +133,7 @@ def test_regions_destroyed_and_created_again_under_the_same_names(shm_server, pr
             shm.set_shared_memory_region(handles["b"], [b])
             for region, key in made.values():
                 client.register_system_shared_memory(region, key, BYTES)
-            inputs = [module.InferInput("a", [1, N], "FP32"), module.InferInput("b", [1, N], "FP32")]
-            inputs[0].set_shared_memory(made["a"][0], BYTES)
-            inputs[1].set_shared_memory(made["b"][0], BYTES)
-            outputs = [module.InferRequestedOutput("add"), module.InferRequestedOutput("sub")]
-            outputs[0].set_shared_memory(made["add"][0], BYTES)
-            outputs[1].set_shared_memory(made["sub"][0], BYTES)
+            inputs, outputs = through_regions(module, made)
             # Several calls, each on a connection of its own, so that they land on every thread.
             for _ in range(4):
                 _, fresh = client_for(protocol, shm_server)
