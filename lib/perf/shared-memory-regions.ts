@@ -11,6 +11,7 @@ import { invalidConfig } from '../base/errors';
 import type { CallSettings, ClientTransport } from '../client/client-transport';
 import { encodeBinary } from '../tensor/binary-codec';
 import { DTYPES, isDataType } from '../tensor/dtype';
+import { elementCount } from '../tensor/tensor';
 import type { NamedTensor } from '../tensor/named-tensor';
 import type { OutputSpec } from './perf-inputs';
 import type { RequestInput, RequestOutput } from './perf-requests';
@@ -91,5 +92,5 @@ export class SharedMemoryRegions {
 /** Bytes of an output for a batch of `batchSize`, when its datatype and shape fix them (not BYTES, no -1). */
 export function outputByteSize(output: OutputSpec, batchSize: number): number | undefined {
   if (!isDataType(output.datatype) || output.datatype === 'BYTES' || output.shape.some((d) => d < 0)) return undefined;
-  return batchSize * output.shape.reduce((a, d) => a * d, 1) * DTYPES[output.datatype].size;
+  return batchSize * elementCount(output.shape) * DTYPES[output.datatype].size;
 }

@@ -32,6 +32,11 @@ interface Region extends RegisteredRegion {
   readonly fd: number;
 }
 
+/** A region as the status endpoints report it: its name, key and window, nothing else it carries. */
+export function regionStatus({ name, key, offset, byte_size }: RegionStatus): RegionStatus {
+  return { name, key, offset, byte_size };
+}
+
 /**
  * The system shared-memory regions clients registered (Triton's `system_shared_memory` extension). A
  * region is a window (`offset`, `byte_size`) of a POSIX shared-memory object that the client created
@@ -86,12 +91,12 @@ export class SharedMemoryManager {
   /** The status of `name`, or of every region. */
   status(name?: string): RegionStatus[] {
     const list = name ? [this.regionOf(name)] : [...this.regions.values()];
-    return list.map(({ name: n, key, offset, byte_size }) => ({ name: n, key, offset, byte_size }));
+    return list.map(regionStatus);
   }
 
   /** Every region with the count of its registration (what the core publishes to front-end threads). */
   registered(): RegisteredRegion[] {
-    return [...this.regions.values()].map(({ name, key, offset, byte_size, registration }) => ({ name, key, offset, byte_size, registration }));
+    return [...this.regions.values()].map((r) => ({ ...regionStatus(r), registration: r.registration }));
   }
 
   /** Reads an input's bytes; the window must lie inside the region. */

@@ -2,7 +2,7 @@ import { TritonError, tritonError } from '../../base/errors';
 import { attachChatTemplate, compileChatTemplate, type CompiledChatTemplate } from '../../model/chat-template';
 import type { ModelLookup, ModelView } from '../../model/model-view';
 import type { ModelMetadata } from '../../protocol/model-metadata';
-import { SharedMemoryManager, type RegionStatus, type RegisteredRegion, type ShmTarget } from '../shared-memory';
+import { regionStatus, SharedMemoryManager, type RegionStatus, type RegisteredRegion, type ShmTarget } from '../shared-memory';
 import type { CoreState, PublishedModel, PublishedState } from './core-state';
 
 /** Asks the core thread to run one of its calls, without waiting for it (remote-core.ts). */
@@ -101,11 +101,10 @@ export class FrontEndSharedMemory extends SharedMemoryManager {
 
   override status(name?: string): RegionStatus[] {
     const regions = this.coreRegions();
-    const statusOf = ({ name: n, key, offset, byte_size }: RegisteredRegion): RegionStatus => ({ name: n, key, offset, byte_size });
-    if (name === undefined) return regions.map(statusOf);
+    if (name === undefined) return regions.map(regionStatus);
     const region = regions.find((r) => r.name === name);
     // Not opened here either (coreRegions() closed what the core no longer has): NOT_FOUND, in the manager's words.
-    return region === undefined ? super.status(name) : [statusOf(region)];
+    return region === undefined ? super.status(name) : [regionStatus(region)];
   }
 
   override read(target: ShmTarget, what: string): Buffer {
