@@ -36,6 +36,8 @@ export interface CollectedRecords {
   readonly count: number;
   /** CPU the load thread used since the last collect, microseconds (user + system). */
   readonly cpuUs: number;
+  /** Open loop on a sequence model: requests sent later than due, every sequence having one in flight. */
+  readonly delayed: number;
   /** The first failure since the last collect, in words. */
   readonly firstError?: string;
 }

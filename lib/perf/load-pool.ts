@@ -12,6 +12,8 @@ export interface Collected {
   readonly count: number;
   /** CPU the load threads used, microseconds. */
   readonly cpuUs: number;
+  /** Requests sent later than due, every sequence of a sequence model's open loop being busy. */
+  readonly delayed: number;
   readonly firstError?: string;
 }
 
@@ -70,20 +72,25 @@ export class LoadPool {
     return this.completed.reduce((a, b) => a + b, 0);
   }
 
-  /** Starts `load`, its lanes or its rate shared among the threads. */
+  /**
+   * Starts `load`, its lanes or its rate shared among the threads. An open loop over sequences gives each thread
+   * some of the sequences and the part of the rate they carry.
+   */
   begin(load: PerfLoad, requests: StepRequests): void {
     const n = this.workers.length;
-    if (load.kind === 'request-rate') {
+    if (load.kind === 'request-rate' && 'shared' in requests) {
       this.workers.forEach((_, i) => this.send(i, { t: 'open', rate: load.requestRate / n, distribution: load.distribution, requests }));
       return;
     }
+    const total = load.kind === 'concurrency' ? load.concurrency : 'perLane' in requests ? requests.perLane.length : 0;
     let first = 0;
     for (let i = 0; i < n; i++) {
-      const lanes = Math.floor(load.concurrency / n) + (i < load.concurrency % n ? 1 : 0);
+      const lanes = Math.floor(total / n) + (i < total % n ? 1 : 0);
       if (lanes === 0) continue;
       const own: StepRequests = 'shared' in requests ? requests : { perLane: requests.perLane.slice(first, first + lanes) };
-      this.send(i, { t: 'closed', lanes, requests: own });
       first += lanes;
+      if (load.kind === 'concurrency') this.send(i, { t: 'closed', lanes, requests: own });
+      else this.send(i, { t: 'open', rate: (load.requestRate * lanes) / total, distribution: load.distribution, requests: own });
     }
   }
 
@@ -95,6 +102,7 @@ export class LoadPool {
       records: parts.map((p) => p.records),
       count: parts.reduce((a, p) => a + p.count, 0),
       cpuUs: parts.reduce((a, p) => a + p.cpuUs, 0),
+      delayed: parts.reduce((a, p) => a + p.delayed, 0),
       ...(firstError !== undefined && { firstError }),
     };
   }
@@ -148,8 +156,8 @@ export function recordAt(records: Float64Array, i: number): { endMs: number; lat
 }
 
 /**
- * `collected` cut at `edgeMs` (ms since the epoch): the requests that ended by then, and those after. The CPU and
- * the first failure go with the first part.
+ * `collected` cut at `edgeMs` (ms since the epoch): the requests that ended by then, and those after. The CPU, the
+ * delayed count and the first failure go with the first part.
  */
 export function splitCollected(collected: Collected, edgeMs: number): [Collected, Collected] {
   const before: Float64Array[] = [];
@@ -165,13 +173,19 @@ export function splitCollected(collected: Collected, edgeMs: number): [Collected
     countBefore += k;
   }
   return [
-    { records: before, count: countBefore, cpuUs: collected.cpuUs, ...(collected.firstError !== undefined && { firstError: collected.firstError }) },
-    { records: after, count: collected.count - countBefore, cpuUs: 0 },
+    { records: before, count: countBefore, cpuUs: collected.cpuUs, delayed: collected.delayed, ...(collected.firstError !== undefined && { firstError: collected.firstError }) },
+    { records: after, count: collected.count - countBefore, cpuUs: 0, delayed: 0 },
   ];
 }
 
 /** Two collections as one. */
 export function joinCollected(a: Collected, b: Collected): Collected {
   const firstError = a.firstError ?? b.firstError;
-  return { records: [...a.records, ...b.records], count: a.count + b.count, cpuUs: a.cpuUs + b.cpuUs, ...(firstError !== undefined && { firstError }) };
+  return {
+    records: [...a.records, ...b.records],
+    count: a.count + b.count,
+    cpuUs: a.cpuUs + b.cpuUs,
+    delayed: a.delayed + b.delayed,
+    ...(firstError !== undefined && { firstError }),
+  };
 }

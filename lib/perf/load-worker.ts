@@ -9,6 +9,7 @@ import { performance } from 'node:perf_hooks';
 import { GrpcLoadChannel } from './grpc-load-connection';
 import { HttpLoadConnection } from './http-load-connection';
 import type { ConnectionFactory, LoadConnection } from './load-connection';
+import { SequenceLanes } from './sequence-lanes';
 import { RECORD_FIELDS, type FromLoadWorker, type LoadWorkerInit, type StepRequests, type ToLoadWorker } from './load-messages';
 
 const port = parentPort;
@@ -35,6 +36,8 @@ let running = false;
 const cpuUsage = (since?: NodeJS.CpuUsage): NodeJS.CpuUsage => (typeof process.threadCpuUsage === 'function' ? process.threadCpuUsage(since) : process.cpuUsage(since));
 let cpu = cpuUsage();
 let openLoopTimer: NodeJS.Timeout | undefined;
+/** The open loop's sequences, for a sequence model. */
+let sequences: SequenceLanes | undefined;
 
 /** Sends `request` on `connection` and records its answer; `then` runs after, with the connection free again. */
 function issue(connection: LoadConnection, request: Uint8Array, then: (connection: LoadConnection) => void): void {
@@ -85,19 +88,45 @@ function startClosed(lanes: number, requests: StepRequests): void {
 function startOpen(rate: number, distribution: 'constant' | 'poisson', requests: StepRequests): void {
   const interval = 1000 / rate;
   const gap = distribution === 'constant' ? () => interval : () => -Math.log(1 - Math.random()) * interval;
+  const send = 'shared' in requests ? sendShared(requests) : sendOnSequences(requests);
   let due = performance.now();
-  let n = 0;
   const tick = (): void => {
     openLoopTimer = undefined;
     if (!running) return;
     const now = performance.now();
     while (due <= now) {
-      issue(idle.pop() ?? open(), requestOf(requests, 0, n++), release);
+      send();
       due += gap();
     }
     openLoopTimer = setTimeout(tick, Math.max(0, due - performance.now()));
   };
   tick();
+}
+
+/** The open loop's send for a model without sequences: the requests in turn, each on a free connection. */
+function sendShared(requests: StepRequests): () => void {
+  let n = 0;
+  return () => issue(idle.pop() ?? open(), requestOf(requests, 0, n++), release);
+}
+
+/**
+ * The open loop's send for a sequence model: each lane is a sequence, sent in order with one request in flight
+ * (SequenceLanes); a request held while every sequence was busy goes out on the connection that just answered.
+ */
+function sendOnSequences(requests: { readonly perLane: readonly (readonly Uint8Array[])[] }): () => void {
+  const lanes = new SequenceLanes(requests.perLane.length);
+  sequences = lanes;
+  const sent = requests.perLane.map(() => 0);
+  const sendOn = (lane: number, connection: LoadConnection): void => {
+    issue(connection, requestOf(requests, lane, (sent[lane] as number)++), (free) => {
+      if (running && lanes.answered(lane)) sendOn(lane, free);
+      else release(free);
+    });
+  };
+  return () => {
+    const lane = lanes.due();
+    if (lane !== undefined) sendOn(lane, idle.pop() ?? open());
+  };
 }
 
 function release(connection: LoadConnection): void {
@@ -109,7 +138,8 @@ function collect(): void {
   const used = cpuUsage(cpu);
   cpu = cpuUsage();
   const out = records.slice(0, count * RECORD_FIELDS);
-  post({ t: 'records', records: out, count, cpuUs: used.user + used.system, ...(firstError !== undefined && { firstError }) }, [out.buffer]);
+  const delayed = sequences?.takeDelayed() ?? 0;
+  post({ t: 'records', records: out, count, cpuUs: used.user + used.system, delayed, ...(firstError !== undefined && { firstError }) }, [out.buffer]);
   count = 0;
   firstError = undefined;
 }
@@ -119,6 +149,7 @@ port.on('message', (message: ToLoadWorker) => {
     case 'closed':
     case 'open':
       running = true;
+      sequences = undefined;
       if (message.t === 'closed') startClosed(message.lanes, message.requests);
       else startOpen(message.rate, message.distribution, message.requests);
       break;

@@ -4,4 +4,5 @@ export const PERF_DEFAULTS = {
   stabilityPercentage: 10,
   maxTrials: 10,
   sequenceLength: 20,
+  numOfSequences: 4,
 } as const;

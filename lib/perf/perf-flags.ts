@@ -41,6 +41,7 @@ interface Draft {
   outputSharedMemorySize?: number;
   sequenceLength?: number;
   sequenceIdStart?: number;
+  numOfSequences?: number;
   maxThreads?: number;
   csvFile?: string;
   verboseCsv: boolean;
@@ -85,6 +86,8 @@ const SECTIONS: readonly { readonly title: Section; readonly flags: readonly Per
       { names: ['--streaming'], summary: 'gRPC: send over ModelStreamInfer streams, one per lane', apply: (d) => (d.streaming = true) },
       { names: ['--sequence-length'], value: 'n', summary: 'sequence models: requests per sequence (default 20)', apply: (d, v, f) => (d.sequenceLength = integer(f, v, 1)) },
       { names: ['--sequence-id-range'], value: 'start[:end]', summary: 'sequence models: the first sequence id (default 1)', apply: (d, v, f) => (d.sequenceIdStart = integer(f, v.split(':')[0] ?? '', 1)) },
+      { names: ['--num-of-sequences'], value: 'n', summary: 'sequence models, open loop: sequences kept going (default 4)', apply: (d, v, f) => (d.numOfSequences = integer(f, v, 1)) },
+      { names: ['--serial-sequences'], summary: 'accepted for perf_analyzer\'s command lines: a sequence always has one request in flight', apply: () => undefined },
       { names: ['--max-threads'], value: 'n', summary: 'load threads (default half the cores, 1 to 4)', apply: (d, v, f) => (d.maxThreads = integer(f, v, 1)) },
       { names: ['-a', '--async'], summary: "accepted for perf_analyzer's command lines: every lane is asynchronous", apply: () => undefined },
       { names: ['--sync'], summary: "accepted for perf_analyzer's command lines", apply: () => undefined },
@@ -203,6 +206,7 @@ function commandLine(d: Draft): PerfCommandLine {
     ...(d.outputSharedMemorySize !== undefined && { outputSharedMemorySize: d.outputSharedMemorySize }),
     ...(d.sequenceLength !== undefined && { sequenceLength: d.sequenceLength }),
     ...(d.sequenceIdStart !== undefined && { sequenceIdStart: d.sequenceIdStart }),
+    ...(d.numOfSequences !== undefined && { numOfSequences: d.numOfSequences }),
     ...(d.maxThreads !== undefined && { maxThreads: d.maxThreads }),
   };
   return { ...base, options };

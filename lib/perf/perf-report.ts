@@ -56,6 +56,10 @@ export function stepText(step: PerfStep, protocol: 'http' | 'grpc', percentile: 
       `    Avg request latency: ${round(s.requestUs ?? 0)} usec (overhead ${round(s.overheadUs ?? 0)} usec + queue ${round(s.queueUs)} usec + compute input ${round(s.computeInputUs)} usec + compute infer ${round(s.computeInferUs)} usec + compute output ${round(s.computeOutputUs)} usec)`,
     );
   }
+  if (step.delayedRequests !== undefined) {
+    const share = ((100 * step.delayedRequests) / Math.max(1, step.requests + step.errors)).toFixed(1);
+    lines.push(`  Warning: ${step.delayedRequests} requests (${share} %) were sent later than due: every sequence had one in flight (see --num-of-sequences)`);
+  }
   if (!step.stable) lines.push('  Warning: the last 3 windows did not agree within the stability percentage (see --measurement-interval, --max-trials)');
   return `${lines.join('\n')}\n`;
 }

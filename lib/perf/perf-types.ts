@@ -83,6 +83,11 @@ export interface PerfStep {
   readonly clientSendUs?: number;
   /** CPU time the load threads spent per request, microseconds: what the client itself costs. */
   readonly clientCpuUsPerRequest?: number;
+  /**
+   * An open loop on a sequence model: requests of the windows sent later than due because each sequence had one in
+   * flight (a sequence has one request outstanding at a time); absent when none was.
+   */
+  readonly delayedRequests?: number;
   /** Requests the step completed in all, every window and the requests in flight at its end included. */
   readonly completedRequests?: number;
   /** The first failure of the step's windows, in words. */
@@ -127,6 +132,8 @@ export interface PerfOptions {
   readonly sequenceLength?: number;
   /** The first sequence id (`--sequence-id-range start`, default 1); lane `i` uses `start + i`. */
   readonly sequenceIdStart?: number;
+  /** Sequences an open loop (`--request-rate-range`) keeps going on a sequence model (`--num-of-sequences`, default 4). */
+  readonly numOfSequences?: number;
   /** Load threads (`--max-threads`); default half the usable cores, 1 to 4. */
   readonly maxThreads?: number;
   /** Abort the run; a step under way ends and the steps so far are kept. */

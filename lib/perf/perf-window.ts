@@ -44,8 +44,10 @@ export function mergeWindows(windows: readonly PerfWindow[], batchSize: number, 
   let sendUs = 0;
   let all = 0;
   let cpuUs = 0;
+  let delayed = 0;
   for (const w of windows) {
     cpuUs += w.collected.cpuUs;
+    delayed += w.collected.delayed;
     for (const records of w.collected.records) {
       for (let i = 0; i < records.length / RECORD_FIELDS; i++) {
         const r = recordAt(records, i);
@@ -71,6 +73,7 @@ export function mergeWindows(windows: readonly PerfWindow[], batchSize: number, 
     windowMs: durationMs,
     clientSendUs: all > 0 ? sendUs / all : 0,
     clientCpuUsPerRequest: all > 0 ? cpuUs / all : 0,
+    ...(delayed > 0 && { delayedRequests: delayed }),
     ...(percentile !== undefined && { percentileUs: percentileOf(latencies, percentile) }),
     ...(firstError !== undefined && { firstError }),
   };

@@ -50,9 +50,6 @@ export async function runPerf(options: PerfOptions, onProgress?: (p: PerfProgres
     if (model.decoupled && !options.streaming) {
       throw invalidConfig(`model '${target.model}' is decoupled (any number of responses per request): measure it with -i grpc --streaming`);
     }
-    if (model.sequence && options.loads.some((l) => l.kind !== 'concurrency')) {
-      throw invalidConfig(`--request-rate-range is not supported for a sequence model ('${target.model}'): use --concurrency-range`);
-    }
     // Servers without the binary tensor extension (MLServer) get JSON tensors unless a format was asked for.
     const defaultFormat = extensions === undefined || extensions.includes('binary_tensor_data') ? 'binary' : 'json';
     const readStats = await statsReader(transport, target.model, version, settings);
@@ -231,16 +228,19 @@ async function statsReader(transport: ClientTransport, model: string, version: s
   return () => read().catch(() => undefined);
 }
 
-/** The pre-encoded requests of one step: shared by every lane, or a sequence per lane for a sequence model. */
+/**
+ * The pre-encoded requests of one step: shared by every lane, or a sequence per lane for a sequence model (a lane
+ * per request in flight in a closed loop, `numOfSequences` lanes in an open loop).
+ */
 function stepRequests(model: ModelInputs, load: PerfLoad, frame: RequestFrame, inputs: readonly (readonly RequestInput[])[], options: PerfOptions): StepRequests {
   // A decoupled model is asked to mark its last response, even when it has nothing more to send.
   const parameters: Record<string, ParameterValue> = model.decoupled ? { triton_enable_empty_final_response: true } : {};
   if (!model.sequence) return { shared: inputs.map((i) => encodeRequest(frame, i, parameters)) };
-  if (load.kind !== 'concurrency') throw new TritonError('INTERNAL', 'a sequence model is measured in closed loop only');
+  const lanes = load.kind === 'concurrency' ? load.concurrency : (options.numOfSequences ?? PERF_DEFAULTS.numOfSequences);
   const length = options.sequenceLength ?? PERF_DEFAULTS.sequenceLength;
   const firstId = options.sequenceIdStart ?? 1;
   return {
-    perLane: Array.from({ length: load.concurrency }, (_, lane) =>
+    perLane: Array.from({ length: lanes }, (_, lane) =>
       Array.from({ length }, (_, k) =>
         encodeRequest(frame, inputs[k % inputs.length] as readonly RequestInput[], {
           ...parameters,

@@ -208,9 +208,31 @@ describe.each([
     }
   });
 
-  it('refuses an open loop for a sequence model before any load', async () => {
-    const options: PerfOptions = { target: target('http', 'sequence_accumulate'), loads: [{ kind: 'request-rate', requestRate: 10, distribution: 'constant' }], ...MEASURE };
-    await expect(runPerf(options)).rejects.toMatchObject({ code: 'INVALID_CONFIG', message: "--request-rate-range is not supported for a sequence model ('sequence_accumulate'): use --concurrency-range" });
+  it.each(['http', 'grpc'] as const)('runs an open loop over a sequence model\'s sequences in order over %s', async (protocol) => {
+    // Out of order, a sequence's later request would reach the server before its start and fail.
+    const { report, serverDelta } = await measured(triton, {
+      target: target(protocol, 'sequence_accumulate'),
+      sequenceLength: 5,
+      numOfSequences: 6,
+      loads: [{ kind: 'request-rate', requestRate: 300, distribution: 'poisson' }],
+      ...MEASURE,
+    });
+    expectCountsMatch(report, serverDelta);
+  });
+
+  it('holds a request due while every sequence has one in flight, and counts it as delayed', async () => {
+    // One sequence at 5,000 requests/s: a request is due every 200 µs, sooner than a round trip on this machine.
+    const { report, serverDelta } = await measured(triton, {
+      target: target('http', 'sequence_accumulate'),
+      sequenceLength: 5,
+      numOfSequences: 1,
+      loads: [{ kind: 'request-rate', requestRate: 5000, distribution: 'constant' }],
+      ...MEASURE,
+    });
+    expectCountsMatch(report, serverDelta);
+    const step = report.steps[0]!;
+    expect(step.delayedRequests).toBeGreaterThan(0);
+    expect(step.delayedRequests).toBeLessThanOrEqual(step.completedRequests as number);
   });
 
   it('sends sequences with sequence id, start and end to a sequence model', async () => {

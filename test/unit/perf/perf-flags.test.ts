@@ -40,11 +40,17 @@ describe('parsePerfArgs', () => {
     expect(parsePerfArgs(['-m', 'm', '--request-rate-range', '0.5']).options.loads).toEqual([{ kind: 'request-rate', requestRate: 0.5, distribution: 'constant' }]);
   });
 
+  it("reads a sequence model's open loop: --num-of-sequences, and perf_analyzer's --serial-sequences", () => {
+    const { options } = parsePerfArgs(['-m', 'm', '--request-rate-range', '100', '--num-of-sequences', '8', '--serial-sequences', '--sequence-length', '5']);
+    expect(options).toMatchObject({ numOfSequences: 8, sequenceLength: 5, loads: [{ kind: 'request-rate', requestRate: 100 }] });
+  });
+
   it.each([
     [['-m', 'm', '--concurrency-range', '0'], '--concurrency-range 0: expected an integer of at least 1'],
     [['-m', 'm', '--concurrency-range', '4:2'], '--concurrency-range 4:2: the end is below the start'],
     [['-m', 'm', '--concurrency-range', '1:2:3:4'], '--concurrency-range 1:2:3:4: expected start[:end[:step]]'],
     [['-m', 'm', '-i', 'tcp'], '-i tcp: expected http or grpc'],
+    [['-m', 'm', '--num-of-sequences', '0'], '--num-of-sequences 0: expected an integer of at least 1'],
     [['-m', 'm', '--output-shared-memory-size', '0'], '--output-shared-memory-size 0: expected an integer of at least 1'],
     [['-m', 'm', '--shape', 'a'], '--shape a: expected name:d1,d2,... with whole dimensions'],
     [['-m', 'm', '--shape', 'a:2,x'], '--shape a:2,x: expected name:d1,d2,... with whole dimensions'],
