@@ -7,8 +7,8 @@
 The example server (dist/examples/serve.js), or `tstriton serve --model-repository DIR`, runs pinned to CPU 0; each
 tool runs pinned to CPU 1, one after the other, in ABBA order from round to round so that a drift of a busy machine hits both alike. Both tools measure
 three windows of --interval-ms (`-s 1000 -r 3`: stability is not what is compared here, and perf_analyzer reports
-nothing for a step it finds unstable). Each cell reads a tool's throughput and p50 from its own report (`-f` CSV),
-and its CPU per request the same way for both: the process's CPU time (/proc/<pid>/stat, every thread) over the
+nothing for a step it finds unstable), with `--async` (perf_analyzer's faster mode). Each cell reads a tool's
+throughput and p50 from its own report (`-f` CSV), and its CPU per request the same way for both: the process's CPU time (/proc/<pid>/stat, every thread) over the
 requests the server counted, both read in the middle of the load (start-up and set-up left out). The table (medians over the rounds) goes to the
 `perf-compare` block of docs/perf.md (or --block's, in docs/analyze.md) through bench/peers/write-block.ts.
 """
@@ -83,8 +83,10 @@ def run_tool(args, server_pid: int, tool: str, mode: str, concurrency: int, inte
     server starts counting its requests to two windows in, so that start-up and set-up are left out for both."""
     out = work / f"{tool}-{mode}-{concurrency}.csv"
     shapes = [a for shape in args.shape for a in ("--shape", shape)]
+    # --async: perf_analyzer's asynchronous calls (its default is a thread per request in flight, each waiting for its
+    # answer); tstriton perf's calls are always asynchronous and it takes the flag for perf_analyzer's command lines.
     cmd = ["taskset", "-c", LOAD_CPU, *TOOLS[tool], "-m", args.model, *MODES[mode], *shapes, "--concurrency-range", str(concurrency),
-           "-p", str(interval_ms), "-s", "1000", "-r", "3", "-f", str(out)]
+           "-p", str(interval_ms), "-s", "1000", "-r", "3", "--async", "-f", str(out)]
     start_count = server_inference_count(args.model)
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     cpu_per_request = server_cpu_per_request = batch = float("nan")
@@ -140,7 +142,7 @@ def report(args, results: dict) -> str:
     served = (f"{args.model} of `tstriton serve --model-repository` ({', '.join(args.shape) or 'its own shapes'})" if args.model_repository
               else "add_sub (FP32 [1,4] a and b), example server")
     lines = [
-        f"{served} pinned to CPU {SERVER_CPU}, each tool pinned to CPU {LOAD_CPU}; three windows of "
+        f"{served} pinned to CPU {SERVER_CPU}, each tool pinned to CPU {LOAD_CPU} with `--async`; three windows of "
         f"{args.interval_ms} ms per cell, medians of {args.rounds} rounds, the tools alternated ABBA. Ratios are tstriton perf over "
         "perf_analyzer; CPU is each client process's CPU time (all threads) per request the server counted, read over the middle "
         "of its load; the server's CPU per request and its average batch (inferences per execution) are read over the same span.",

@@ -34,6 +34,8 @@ async function runOnce(binary: string, options: PerfOptions, concurrency: number
     '-i', options.target.protocol,
     '-b', String(options.batchSize ?? 1),
     '--concurrency-range', `${concurrency}:${concurrency}`,
+    // Asynchronous calls, as tstriton perf makes: without it perf_analyzer waits on a thread per request in flight.
+    '--async',
     '--measurement-interval', String(windowMs),
     '--max-trials', String(options.maxTrials ?? 10),
     '--stability-percentage', String(options.stabilityPercentage ?? 10),
