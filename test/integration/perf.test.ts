@@ -143,8 +143,10 @@ describe.each([
     const { report, serverDelta } = await measured(triton, { target: target('grpc', 'stream_tokens'), streaming: true, inputData: { file: data }, loads: [{ kind: 'concurrency', concurrency: 2 }], ...MEASURE });
     expectCountsMatch(report, serverDelta);
     // The model waits 20 ms before each word (examples/streaming/model.ts): a request of two or three words ends
-    // 40 ms or more after it starts, where one counted done at its first response would end after 20.
-    expect(report.steps[0]!.latencyUs.min).toBeGreaterThanOrEqual(40_000);
+    // about 40 ms or more after it starts, where one counted done at its first response would end after 20. A
+    // Node timer counts from its loop's cached time, so each wait may end up to a millisecond early by the client's
+    // clock (39.96 ms was seen with both cores busy): two waits, less that millisecond each.
+    expect(report.steps[0]!.latencyUs.min).toBeGreaterThanOrEqual(38_000);
   });
 
   it('refuses a decoupled model without --streaming', async () => {
