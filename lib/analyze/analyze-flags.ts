@@ -29,6 +29,13 @@ interface AnalyzeFlag {
 }
 
 /** The flags of `tstriton analyze`, in the order `--help` lists them; the names follow Model Analyzer's and perf_analyzer's. */
+/**
+ * The concurrency sweep by default: powers of two up to 1024, Model Analyzer's `run_config_search_max_concurrency`.
+ * A batch of `max_batch_size` rows forms only with that many requests in flight, so the sweep reaches past the largest
+ * batch searched; a candidate's sweep stops once latency passes the budget or throughput stops growing.
+ */
+export const DEFAULT_CONCURRENCY: readonly number[] = Array.from({ length: 11 }, (_, i) => 2 ** i);
+
 export const ANALYZE_FLAGS: readonly AnalyzeFlag[] = [
   { name: 'module', kind: 'string', repeatable: true, placeholder: 'file', default: 'none', summary: 'serve the models this module binds (as tstriton serve --module)' },
   { name: 'model-repository', kind: 'string', repeatable: true, placeholder: 'dir', default: 'none', summary: 'serve the models of this repository (as tstriton serve --model-repository)' },
@@ -46,7 +53,7 @@ export const ANALYZE_FLAGS: readonly AnalyzeFlag[] = [
   { name: 'max-instance-count', kind: 'integer', placeholder: 'n', default: '4', summary: 'most instances tried' },
   { name: 'kind', kind: 'list', repeatable: true, placeholder: 'cpu|gpu:N', default: 'cpu and each GPU nvidia-smi lists', summary: 'where the instances run' },
   { name: 'http-thread-counts', kind: 'integers', placeholder: 'n,...', default: '1 to min(4, cores)', summary: 'front-end thread counts tried (--http-thread-count)' },
-  { name: 'concurrency', kind: 'integers', placeholder: 'n,...', default: '1,2,4,8,16,32,64', summary: 'the concurrency sweep of each candidate (stops early past the budget)' },
+  { name: 'concurrency', kind: 'integers', placeholder: 'n,...', default: '1,2,4,...,1024', summary: 'the concurrency sweep of each candidate (stops early past the budget or once throughput stops growing)' },
   { name: 'protocol', kind: 'string', placeholder: 'http|grpc', default: 'http', summary: 'what the load is sent over (-i)' },
   { name: 'batch-size', kind: 'integer', placeholder: 'n', default: '1', summary: 'rows per request (-b)' },
   { name: 'shape', kind: 'string', repeatable: true, placeholder: 'name:d1,d2', default: 'none', summary: 'the shape of an input with variable dims (--shape)' },
@@ -152,7 +159,7 @@ function readOptions(
       load: {
         protocol: read.oneOf('protocol', ['http', 'grpc'] as const, 'http'),
         batchSize: read.integer('batch-size', 1, 1),
-        concurrency: read.integers('concurrency', [1, 2, 4, 8, 16, 32, 64], 1),
+        concurrency: read.integers('concurrency', DEFAULT_CONCURRENCY, 1),
         measurementIntervalMs: read.integer('measurement-interval', 1000, 50),
         maxTrials: read.integer('max-trials', 3, 1),
         stabilityPercentage: read.positive('stability-percentage') ?? 10,
@@ -186,9 +193,9 @@ class FlagReader {
     return Number(raw);
   }
 
-  integers(name: string, fallback: number[], min: number): number[] {
+  integers(name: string, fallback: readonly number[], min: number): number[] {
     const raw = this.string(name);
-    if (raw === undefined) return fallback;
+    if (raw === undefined) return [...fallback];
     const list = raw.split(',').map((v) => v.trim());
     if (list.some((v) => !/^\d+$/.test(v) || Number(v) < min)) throw invalidConfig(`--${name} expects integers of at least ${min}, separated by commas, got "${raw}"`);
     return list.map(Number);

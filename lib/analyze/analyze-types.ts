@@ -79,7 +79,7 @@ export interface ModelAnalysis {
   readonly confirmation?: Confirmation;
 }
 
-/** The best candidate of a search measured again right after the model as bound, both at the concurrencies of their best steps. */
+/** The best candidate of a search measured again right after the model as bound, each at its best step's concurrency and the one below it. */
 export interface Confirmation {
   readonly asBound: CandidateResult;
   readonly best: CandidateResult;

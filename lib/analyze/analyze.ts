@@ -127,8 +127,8 @@ function confirmWindowMs(load: LoadSettings): number {
 }
 
 /**
- * Measures the best candidate of the search again, right after the model as bound, both at the concurrencies of
- * their best steps and with windows three times as long. The best of many noisy measurements is likely one measured high
+ * Measures the best candidate of the search again, right after the model as bound, each at the concurrency of its
+ * best step and the one below it (`confirmConcurrencies`), with windows three times as long. The best of many noisy measurements is likely one measured high
  * (and the model as bound, measured once, may have been measured low): measuring the two back to back says whether
  * the gain holds. Undefined when the model as bound is the best, or the run stopped before both were measured.
  */
@@ -144,19 +144,25 @@ async function confirm(
   const best = bestOf(results, objective);
   const asBound = results[0] as CandidateResult;
   if (!best || best.isDefault || state.interrupt.aborted) return undefined;
-  const concurrencyOf = (r: CandidateResult): number | undefined => {
-    const step = r.steps[r.best]?.step.load;
-    return step?.kind === 'concurrency' ? step.concurrency : undefined;
-  };
-  // Both at both concurrencies: where the search stopped a sweep was itself measured once.
-  const at = [...new Set([concurrencyOf(asBound), concurrencyOf(best)].filter((c): c is number => c !== undefined))].sort((a, b) => a - b);
-  const again: LoadSettings = { ...load, concurrency: at, measurementIntervalMs: confirmWindowMs(load) };
-  const first = await runCandidate(state, model, asBound.candidate, base, 'confirm-as-bound', deadline, progress('as bound, again'), again, true);
+  const againAt = (r: CandidateResult): LoadSettings => ({ ...load, concurrency: confirmConcurrencies(r, load.concurrency), measurementIntervalMs: confirmWindowMs(load) });
+  const first = await runCandidate(state, model, asBound.candidate, base, 'confirm-as-bound', deadline, progress('as bound, again'), againAt(asBound), true);
   if (state.interrupt.aborted) return undefined;
-  const second = await runCandidate(state, model, best.candidate, base, 'confirm-best', deadline, progress(`${candidateChanges(best.candidate, base)}, again`), again);
+  const second = await runCandidate(state, model, best.candidate, base, 'confirm-best', deadline, progress(`${candidateChanges(best.candidate, base)}, again`), againAt(best));
   // Stopped, or out of time before either was measured: nothing is confirmed either way.
   if (state.interrupt.aborted || first.steps.length === 0 || second.steps.length === 0) return undefined;
   return { asBound: first, best: second, windowMs: confirmWindowMs(load) };
+}
+
+/**
+ * Where a result is measured again: the concurrency of its best step and the sweep's step below it. Each config is
+ * compared at its own best load, as the objective compares them; a best step at the edge of the latency budget that
+ * passes it when measured again falls back to the step below rather than out of the comparison.
+ */
+export function confirmConcurrencies(result: CandidateResult, sweep: readonly number[]): number[] {
+  const load = result.steps[result.best]?.step.load;
+  if (load?.kind !== 'concurrency') return [...sweep];
+  const below = sweep.filter((c) => c < load.concurrency);
+  return below.length > 0 ? [below[below.length - 1] as number, load.concurrency] : [load.concurrency];
 }
 
 /** Starts the server of the model as bound; a server that does not start, or that lacks a model asked for, is a usage error. */

@@ -12,6 +12,12 @@ export interface SweepProgress {
   readonly concurrency?: number;
 }
 
+/**
+ * The most concurrency the warm-up loads a server with: enough for the largest batches searched by default (128),
+ * without making a slow model work off a sweep's top (1024 requests in flight) before its first step.
+ */
+const WARMUP_MAX_CONCURRENCY = 128;
+
 /** Throughput that grows less than this from one step to the next counts as no growth. */
 const SATURATION_GAIN = 1.02;
 
@@ -45,7 +51,7 @@ export async function measureCandidate(
   });
   if (load.warmupMs > 0) {
     onProgress({ phase: 'warm-up' });
-    await measure(options(load.concurrency[load.concurrency.length - 1] as number, load.warmupMs, 1));
+    await measure(options(Math.min(Math.max(...load.concurrency), WARMUP_MAX_CONCURRENCY), load.warmupMs, 1));
   }
   const steps: MeasuredStep[] = [];
   let flat = 0;
