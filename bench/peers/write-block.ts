@@ -4,7 +4,8 @@
  *
  *   node dist/bench/peers/write-block.js [--print] [--block KEY] [--page PAGE] < block.json
  *
- * block.json: `{ title, startedAt, command, source, loads: [before, after], loadNote, body }`. With `--print` the
+ * block.json: `{ title, startedAt, command, source, loads: [before, after], loadNote, body, level? }`; `level` is the
+ * title's heading level (2 by default; a block inside a section of its page takes 3). With `--print` the
  * block goes to stdout and the file is left as it is. `--block` names the block (default `peers`; bench/peers/floor.py
  * writes `peers-floor`); `--page` the page of docs/ (default performance.md; bench/perf/compare.py writes perf.md).
  */
@@ -20,12 +21,13 @@ interface PeersBlock {
   loads: [number, number];
   loadNote: string;
   body: string;
+  level?: number;
 }
 
 function main(): void {
   const input = JSON.parse(readFileSync(0, 'utf8')) as PeersBlock;
   const text = [
-    `## ${input.title}`,
+    `${'#'.repeat(input.level ?? 2)} ${input.title}`,
     '',
     ...provenanceLines({
       startedAt: new Date(input.startedAt),

@@ -193,6 +193,9 @@ def main() -> int:
         "body": body,
     }
     page = "perf.md" if args.block == "perf-compare" else "analyze.md"
+    # analyze.md's blocks sit inside its "Runs on the examples" section.
+    if page == "analyze.md":
+        block["level"] = 3
     writer = [NODE, str(ROOT / "dist" / "bench" / "peers" / "write-block.js"), "--block", args.block, "--page", page]
     if args.no_write:
         writer.append("--print")
