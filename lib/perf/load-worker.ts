@@ -113,7 +113,7 @@ function sendShared(requests: StepRequests): () => void {
  * The open loop's send for a sequence model: each lane is a sequence, sent in order with one request in flight
  * (SequenceLanes); a request held while every sequence was busy goes out on the connection that just answered.
  */
-function sendOnSequences(requests: { readonly perLane: readonly (readonly Uint8Array[])[] }): () => void {
+function sendOnSequences(requests: Extract<StepRequests, { perLane: unknown }>): () => void {
   const lanes = new SequenceLanes(requests.perLane.length);
   sequences = lanes;
   const sent = requests.perLane.map(() => 0);

@@ -93,6 +93,9 @@ describe('tstriton analyze', () => {
     const bind = readFileSync(join(out, 'double', 'bind-options.ts'), 'utf8');
     expect(bind).toContain(`maxBatchSize: ${best?.max_batch_size}`);
     expect(bind).toContain('httpThreadCount: 1');
+    // Its header says what the search measured and, where the best was measured again, what that found.
+    expect(bind).toMatch(/^\/\/ double: the best config tstriton analyze found\.\n\/\/ .* infer\/s at concurrency \d+/);
+    expect(bind.includes('\n// Measured again back to back')).toBe(report.includes('Measured again back to back'));
 
     const throughputLatency = parseSvg(join(out, 'double', 'throughput-latency.svg'));
     expect(throughputLatency).toContain('role-mark');

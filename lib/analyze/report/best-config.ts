@@ -13,8 +13,8 @@ export function bestConfigText(servedConfig: ModelConfigJson): string {
 /** What the bind() snippet says of the result, in its header comment. */
 export interface BindSnippetContext {
   readonly model: string;
-  /** One line on what the candidate measured and how it compares to the model as bound. */
-  readonly summary: string;
+  /** What the candidate measured and how it compares to the model as bound, a comment line each. */
+  readonly summary: readonly string[];
   /** Whether the model batches (a `max_batch_size` above 0). */
   readonly batches: boolean;
 }
@@ -28,7 +28,7 @@ export function bindOptionsSnippet(best: Candidate, context: BindSnippetContext)
   const config = context.batches ? `{ maxBatchSize: ${best.maxBatchSize}, batcher: { maxQueueDelayMicroseconds: ${best.maxQueueDelayMicroseconds} } }` : '{ batching: false }';
   return [
     `// ${context.model}: the best config tstriton analyze found.`,
-    `// ${context.summary}`,
+    ...context.summary.map((line) => `// ${line}`),
     "import type { ModelConfigInit, TritonConfigInit } from 'tstriton';",
     '',
     `/** The \`config\` of triton.bind({ modelName: '${context.model}', ... }). */`,

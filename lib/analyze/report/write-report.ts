@@ -6,7 +6,7 @@ import { candidateChanges } from '../candidate';
 import { latencyAt } from '../objective';
 import { bestConfigText, bindOptionsSnippet } from './best-config';
 import { PLOTS_MISSING, renderPlots, type PlotData } from './plots';
-import { reportMarkdown, resultText } from './report-markdown';
+import { confirmationText, reportMarkdown, resultText } from './report-markdown';
 import { resultsCsv, stepsCsv } from './results-csv';
 
 /** How many of the best configs the concurrency plot draws, beside the model as bound. */
@@ -40,7 +40,10 @@ export async function writeReport(run: AnalyzeRun, outputDir: string, measuredWi
     const best = bestResult(m, run.options.objective);
     if (best?.servedConfig) {
       write(path.join(m.model, 'config.pbtxt'), bestConfigText(best.servedConfig));
-      write(path.join(m.model, 'bind-options.ts'), bindOptionsSnippet(best.candidate, { model: m.model, summary: `${resultText(best, run.options.objective)}.`, batches: m.base.maxBatchSize > 0 }));
+      // What the search measured, and what measuring it again beside the model as bound found (the better guide).
+      const again = m.confirmation && confirmationText(m, run.options.objective).replace(/\*\*/g, '');
+      const summary = [`${resultText(best, run.options.objective)}.`, ...(again ? [again] : [])];
+      write(path.join(m.model, 'bind-options.ts'), bindOptionsSnippet(best.candidate, { model: m.model, summary, batches: m.base.maxBatchSize > 0 }));
     }
     const svgs = plotsNote === undefined ? await renderPlots(plotData(m, run)) : undefined;
     if (!svgs) {
