@@ -28,7 +28,6 @@ interface AnalyzeFlag {
   readonly summary: string;
 }
 
-/** The flags of `tstriton analyze`, in the order `--help` lists them; the names follow Model Analyzer's and perf_analyzer's. */
 /**
  * The concurrency sweep by default: powers of two up to 1024, Model Analyzer's `run_config_search_max_concurrency`.
  * A batch of `max_batch_size` rows forms only with that many requests in flight, so the sweep reaches past the largest
@@ -36,6 +35,7 @@ interface AnalyzeFlag {
  */
 export const DEFAULT_CONCURRENCY: readonly number[] = Array.from({ length: 11 }, (_, i) => 2 ** i);
 
+/** The flags of `tstriton analyze`, in the order `--help` lists them; the names follow Model Analyzer's and perf_analyzer's. */
 export const ANALYZE_FLAGS: readonly AnalyzeFlag[] = [
   { name: 'module', kind: 'string', repeatable: true, placeholder: 'file', default: 'none', summary: 'serve the models this module binds (as tstriton serve --module)' },
   { name: 'model-repository', kind: 'string', repeatable: true, placeholder: 'dir', default: 'none', summary: 'serve the models of this repository (as tstriton serve --model-repository)' },

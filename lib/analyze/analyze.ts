@@ -128,9 +128,10 @@ function confirmWindowMs(load: LoadSettings): number {
 
 /**
  * Measures the best candidate of the search again, right after the model as bound, each at the concurrency of its
- * best step and the one below it (`confirmConcurrencies`), with windows three times as long. The best of many noisy measurements is likely one measured high
- * (and the model as bound, measured once, may have been measured low): measuring the two back to back says whether
- * the gain holds. Undefined when the model as bound is the best, or the run stopped before both were measured.
+ * best step and the one below it (`confirmConcurrencies`), with windows three times as long. The best of many noisy
+ * measurements is likely one measured high (and the model as bound, measured once, may have been measured low):
+ * measuring the two back to back says whether the gain holds. Undefined when the model as bound is the best, or the
+ * run stopped before both were measured.
  */
 async function confirm(
   state: RunState,
