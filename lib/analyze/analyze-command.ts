@@ -56,7 +56,7 @@ export async function analyzeCommand(argv: readonly string[]): Promise<number> {
   const written = await writeReport(run, outputDir, line.measureWith === 'tstriton' ? 'tstriton perf (runPerf)' : 'perf_analyzer');
   for (const m of run.models) {
     const best = bestResult(m, options.objective);
-    const confirmed = m.confirmation ? ` (${confirmationText(m, options.objective).replace(/\*\*/g, '')})` : '';
+    const confirmed = m.confirmation ? ` (${confirmationText(m, options.objective, false)})` : '';
     process.stdout.write(`${m.model}: ${m.results.length} candidates measured; ${best ? `best ${path.join(outputDir, m.model, 'config.pbtxt')}${confirmed}` : 'none met the objective'}\n`);
   }
   process.stdout.write(`report: ${path.join(outputDir, 'report.md')}\n`);

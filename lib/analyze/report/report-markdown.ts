@@ -99,13 +99,14 @@ function modelSection(m: ModelAnalysis, objective: Objective, plots: readonly st
   return lines;
 }
 
-/** The confirmation in words: the two measured again, the ratio, and whether the gain held. */
-export function confirmationText(m: ModelAnalysis, objective: Objective): string {
+/** The confirmation in words: the two measured again, the ratio (bold in markdown), and whether the gain held; empty without one. */
+export function confirmationText(m: ModelAnalysis, objective: Objective, markdown = true): string {
   const c = m.confirmation;
   if (!c) return '';
   const b = c.best.steps[c.best.best]?.step;
   const d = c.asBound.steps[c.asBound.best]?.step;
-  const ratio = b && d ? `: **${(b.throughput / d.throughput).toFixed(2)}×**` : '';
+  const bold = markdown ? '**' : '';
+  const ratio = b && d ? `: ${bold}${(b.throughput / d.throughput).toFixed(2)}×${bold}` : '';
   const held = compareResults(c.best, c.asBound, objective) > 0;
   return [
     `Measured again back to back (windows of ${c.windowMs} ms): ${candidateChanges(c.best.candidate, m.base)}: ${resultText(c.best, objective)}; as bound: ${resultText(c.asBound, objective)}${ratio}.`,

@@ -41,7 +41,7 @@ export async function writeReport(run: AnalyzeRun, outputDir: string, measuredWi
     if (best?.servedConfig) {
       write(path.join(m.model, 'config.pbtxt'), bestConfigText(best.servedConfig));
       // What the search measured, and what measuring it again beside the model as bound found (the better guide).
-      const again = m.confirmation && confirmationText(m, run.options.objective).replace(/\*\*/g, '');
+      const again = confirmationText(m, run.options.objective, false);
       const summary = [`${resultText(best, run.options.objective)}.`, ...(again ? [again] : [])];
       write(path.join(m.model, 'bind-options.ts'), bindOptionsSnippet(best.candidate, { model: m.model, summary, batches: m.base.maxBatchSize > 0 }));
     }
