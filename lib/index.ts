@@ -26,6 +26,7 @@ export { workers } from './instances/worker-spec';
 export type { WorkersInit, WorkerOptions, WorkerSpec } from './instances/worker-spec';
 export { onnxModel } from './onnx/onnx-model';
 export type { OnnxModelInit, OnnxModelSpec } from './onnx/onnx-model';
+export type { OnnxExecutionMode, OnnxGraphOptimizationLevel, OnnxSessionOptions } from './onnx/onnx-session-options';
 export { ensemble } from './model/ensemble-spec';
 export type { EnsembleSpec, EnsembleStep } from './model/ensemble-spec';
 

@@ -27,6 +27,8 @@ export interface ModelDescription {
    * instances (`tensorrt`, `cuda`, `webgpu`).
    */
   gpuExecutionAccelerators?: readonly string[];
+  /** `optimization.graph.level`, when set (ONNX models: -1 basic, 1 extended, 2 disabled). */
+  graphLevel?: number;
   /** Extra top-level fields (e.g. `ensemble_scheduling`). */
   extra?: Record<string, unknown>;
 }
@@ -77,6 +79,7 @@ export function buildModelConfigJson(d: ModelDescription): ModelConfigJson {
     batch_input: c.batchInput.map(batchInputJson),
     batch_output: c.batchOutput.map(batchOutputJson),
     optimization: {
+      ...(d.graphLevel !== undefined ? { graph: { level: d.graphLevel } } : {}),
       priority: 'PRIORITY_DEFAULT',
       ...(d.gpuExecutionAccelerators && d.gpuExecutionAccelerators.length > 0
         ? { execution_accelerators: { gpu_execution_accelerator: d.gpuExecutionAccelerators.map((name) => ({ name, parameters: {} })), cpu_execution_accelerator: [] } }

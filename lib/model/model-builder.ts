@@ -112,6 +112,7 @@ export function buildModel(options: BuildOptions, modelName: string, version: nu
     bls: server.bls,
     defaultModelFilename: onnx?.defaultModelFilename,
     gpuExecutionAccelerators: onnx?.gpuExecutionAccelerators,
+    graphLevel: onnx?.graphLevel,
     name: modelName,
     version: String(version),
     inputs,

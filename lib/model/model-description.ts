@@ -18,6 +18,7 @@ export interface DescribedModel {
   readonly defaultModelFilename?: string;
   readonly instanceGroups?: ModelDescription['instanceGroups'];
   readonly gpuExecutionAccelerators?: readonly string[];
+  readonly graphLevel?: number;
   readonly configExtra?: Record<string, unknown>;
 }
 
@@ -33,6 +34,7 @@ export function describeModel(init: DescribedModel, maxBatchSize: number): { con
     config: init.config,
     instanceGroups: init.instanceGroups ?? groupInstances(init.instances),
     gpuExecutionAccelerators: reportedAccelerators(init),
+    graphLevel: init.graphLevel,
     extra: init.configExtra,
   };
   const batchDim = maxBatchSize > 0 ? [-1] : [];

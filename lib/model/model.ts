@@ -45,6 +45,8 @@ export interface ModelInit {
   configExtra?: Record<string, unknown>;
   /** The GPU execution accelerators the config reports until the instances report their own (ONNX models). */
   gpuExecutionAccelerators?: readonly string[];
+  /** `optimization.graph.level` (ONNX models given a graph optimization level). */
+  graphLevel?: number;
   /** The server's response cache, when this model's config enables it. */
   responseCache?: ResponseCache;
   /** Records traces of the requests the trace settings sample. */

@@ -7,23 +7,20 @@ import { parseDevice, type Device } from '../instances/instance';
 import { workers, type WorkerOptions, type WorkerSpec } from '../instances/worker-spec';
 import { GPU_EXECUTION_PROVIDERS, type GpuExecutionProvider } from '../config/triton-config';
 import { webgpuFirstGpuOnly, type OnnxRunnerSettings } from './onnx-runner';
+import { backendParameters, checkSessionOptions, graphLevelOf, type OnnxSessionOptions } from './onnx-session-options';
 import { isBatchable, readOnnxSignature, type OnnxSignature, type OnnxTensorSignature } from './onnx-signature';
 
 /** Marks the objects `onnxModel()` returns. */
 export const ONNX_MODEL_MARK: unique symbol = Symbol.for('tstriton.onnxModel');
 
 /** The argument of `onnxModel()`. */
-export interface OnnxModelInit {
+export interface OnnxModelInit extends OnnxSessionOptions {
   /** Path of the `.onnx` file. */
   path: string;
   /** One worker instance (and session) per entry: `'cpu'`, `'gpu:0'`, ...; `['cpu']` by default. */
   devices?: readonly (string | Device)[];
   /** Largest batch when the model batches (every input and output has a symbolic first dim); 4 by default, as Triton. */
   maxBatchSize?: number;
-  /** Threads per session; by default the machine's cores shared out among the CPU instances. */
-  intraOpNumThreads?: number;
-  interOpNumThreads?: number;
-  graphOptimizationLevel?: 'disabled' | 'basic' | 'extended' | 'all';
   /**
    * Execution providers to try before the device's own (`'tensorrt'` before CUDA on a GPU), as Triton's
    * `optimization.execution_accelerators`; the load fails naming it when this onnxruntime build lacks it.
@@ -53,6 +50,7 @@ export interface OnnxModelSpec {
  */
 export function onnxModel(init: OnnxModelInit): OnnxModelSpec {
   if (typeof init?.path !== 'string') throw new TritonError('INVALID_CONFIG', 'onnxModel: path must be the path of an .onnx file');
+  checkSessionOptions(init, `onnxModel(${init.path})`);
   const file = path.resolve(init.path);
   const signature = readOnnxSignature(file);
   return Object.freeze({ [ONNX_MODEL_MARK]: true as const, path: file, signature, batching: isBatchable(signature), init: { ...init, path: file } });
@@ -72,6 +70,8 @@ export interface OnnxBinding {
   platform: string;
   backend: string;
   defaultModelFilename: string;
+  /** `optimization.graph.level`, when a level other than onnxruntime's default (`all`) was given. */
+  graphLevel?: number;
   /**
    * What the config's `optimization.execution_accelerators.gpu_execution_accelerator` reports before the instances
    * start: the accelerators asked for (`tensorrt`) and the GPU provider when one is set; the instances' own reports
@@ -97,7 +97,13 @@ export function resolveOnnxBinding(
   const config =
     overrides.config instanceof ModelConfig
       ? overrides.config
-      : new ModelConfig({ ...(maxBatchSize > 0 ? { maxBatchSize } : {}), batching: spec.batching && maxBatchSize > 0, ...overrides.config });
+      : new ModelConfig({
+          ...(maxBatchSize > 0 ? { maxBatchSize } : {}),
+          batching: spec.batching && maxBatchSize > 0,
+          ...overrides.config,
+          // The session settings given, as Triton's onnxruntime backend reads them from the config's parameters.
+          parameters: { ...backendParameters(spec.init), ...overrides.config?.parameters },
+        });
   if (config.batching && !spec.batching) {
     throw new TritonError('INVALID_CONFIG', `${where}: batching needs a symbolic first dim on every input and output, and this model has none; set batching: false`);
   }
@@ -112,9 +118,14 @@ export function resolveOnnxBinding(
     path: spec.path,
     batching: config.batching,
     outputs: outputs.map((o) => ({ name: o.name as string, dtype: o.dtype })),
-    intraOpNumThreads: spec.init.intraOpNumThreads ?? Math.max(1, Math.floor(availableParallelism() / cpuInstances)),
+    // 0, as in Triton's intra_op_thread_count, is the default too.
+    intraOpNumThreads: spec.init.intraOpNumThreads || Math.max(1, Math.floor(availableParallelism() / cpuInstances)),
     interOpNumThreads: spec.init.interOpNumThreads,
+    executionMode: spec.init.executionMode,
     graphOptimizationLevel: spec.init.graphOptimizationLevel,
+    enableCpuMemArena: spec.init.enableCpuMemArena,
+    enableMemPattern: spec.init.enableMemPattern,
+    sessionConfig: spec.init.sessionConfig && { ...spec.init.sessionConfig },
     executionProviders: spec.init.executionProviders && [...spec.init.executionProviders],
     gpuExecutionProvider,
     reshape: reshapes([...inputs, ...outputs]),
@@ -134,6 +145,7 @@ export function resolveOnnxBinding(
     platform: 'onnxruntime_onnx',
     backend: 'onnxruntime',
     defaultModelFilename: path.basename(spec.path),
+    ...(graphLevelOf(spec.init.graphOptimizationLevel) !== undefined ? { graphLevel: graphLevelOf(spec.init.graphOptimizationLevel) } : {}),
     gpuExecutionAccelerators,
   };
 }

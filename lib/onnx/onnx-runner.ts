@@ -6,6 +6,7 @@ import type { Device } from '../instances/instance';
 import { DTYPES, type DataType, type TensorData } from '../tensor/dtype';
 import { concatBatch, sliceBatch, type Tensor } from '../tensor/tensor';
 import { loadOrt, type OrtModule } from './load-ort';
+import type { OnnxExecutionMode, OnnxGraphOptimizationLevel } from './onnx-session-options';
 
 /** Settings of one ONNX session, carried into its worker as `context.data`. */
 export interface OnnxRunnerSettings {
@@ -16,7 +17,12 @@ export interface OnnxRunnerSettings {
   outputs: { name: string; dtype: DataType }[];
   intraOpNumThreads: number;
   interOpNumThreads?: number;
-  graphOptimizationLevel?: 'disabled' | 'basic' | 'extended' | 'all';
+  executionMode?: OnnxExecutionMode;
+  graphOptimizationLevel?: OnnxGraphOptimizationLevel;
+  enableCpuMemArena?: boolean;
+  enableMemPattern?: boolean;
+  /** onnxruntime session config entries (`session.intra_op.allow_spinning`). */
+  sessionConfig?: Record<string, string>;
   /** Extra execution providers to try before the device's (advanced). */
   executionProviders?: string[];
   /** What a GPU instance runs on: `auto` (the default) tries CUDA, then WebGPU. */
@@ -113,8 +119,14 @@ export class OnnxRunner {
       ortModule.InferenceSession.create(settings.path, {
         executionProviders: providers as ort.InferenceSession.ExecutionProviderConfig[],
         intraOpNumThreads: settings.intraOpNumThreads,
-        interOpNumThreads: settings.interOpNumThreads ?? 1,
+        // In parallel mode onnxruntime's default (0) gives the branches the cores; sequential mode needs no such threads.
+        interOpNumThreads: settings.interOpNumThreads ?? (settings.executionMode === 'parallel' ? 0 : 1),
         graphOptimizationLevel: settings.graphOptimizationLevel ?? 'all',
+        // onnxruntime-node refuses these when present and undefined: only those set are passed.
+        ...(settings.executionMode !== undefined && { executionMode: settings.executionMode }),
+        ...(settings.enableCpuMemArena !== undefined && { enableCpuMemArena: settings.enableCpuMemArena }),
+        ...(settings.enableMemPattern !== undefined && { enableMemPattern: settings.enableMemPattern }),
+        ...(settings.sessionConfig !== undefined && { extra: settings.sessionConfig }),
       });
     const cannotLoad = (err: unknown) => new TritonError('INTERNAL', `cannot load ONNX model '${settings.path}': ${(err as Error).message}`);
     if (device.kind !== 'gpu') {

@@ -127,21 +127,29 @@ export function ensembleSteps(f: ConfigFields | undefined): EnsembleStep[] | und
   return steps;
 }
 
-/** What `optimization.execution_accelerators` asks of an ONNX model's GPU instances. */
+/** What `optimization` asks of an ONNX model: its GPU instances' accelerators and its graph optimization level. */
 export interface Accelerators {
   /** Providers tried before the GPU's own (`tensorrt`). */
   providers: string[];
   /** The GPU provider the config names (`cuda`, `webgpu`); the server's setting when absent. */
   gpu?: 'cuda' | 'webgpu';
+  /** `graph.level`, when given. */
+  graphLevel?: number;
 }
 
 /**
  * `optimization`: execution accelerators that map onto onnxruntime's providers (`tensorrt` before CUDA, `cuda`,
- * `webgpu`); the fields Triton prints at their defaults.
+ * `webgpu`); the graph optimization level; the fields Triton prints at their defaults.
  */
 export function executionAccelerators(f: ConfigFields | undefined): Accelerators {
   const result: Accelerators = { providers: [] };
   if (!f) return result;
+  const graph = f.sub('graph');
+  if (graph) {
+    const level = graph.integer('level');
+    graph.done();
+    if (level !== undefined) result.graphLevel = level;
+  }
   const accelerators = f.sub('execution_accelerators');
   if (accelerators) {
     for (const a of accelerators.messages('gpu_execution_accelerator')) {

@@ -7,6 +7,7 @@ import { TritonError } from '../base/errors';
 import type { BuildOptions } from '../model/model-builder';
 import { ensemble } from '../model/ensemble';
 import { onnxModel, type OnnxModelSpec } from '../onnx/onnx-model';
+import { sessionOptionsOf, type OnnxSessionOptions } from '../onnx/onnx-session-options';
 import type { DataType } from '../tensor/dtype';
 import { ConfigFields } from './config-fields';
 import { batchInputs, batchOutputs, dynamicBatcher, sequenceBatching } from './batching-fields';
@@ -104,6 +105,9 @@ export function repositoryModel(
     }
   }
   if (kind === 'ensemble' && groups.length > 0) f.refuse('instance_group', 'cannot be set on an ensemble');
+  if (kind !== 'onnx' && accelerators.graphLevel !== undefined) f.refuse('optimization.graph', `is only supported for ONNX models, not for a ${kind} model`);
+  // Triton's onnxruntime backend reads its session settings from the config's parameters; the parameters stay in the config.
+  const session = kind === 'onnx' ? sessionOptionsOf(parameters ?? {}, accelerators.graphLevel, (field, why) => f.refuse(field, why)) : {};
   if (kind !== 'script' && decoupled) f.refuse('model_transaction_policy.decoupled', `is only supported for tstriton (script) models`);
   const configExtra = { version_policy: policy };
 
@@ -120,7 +124,7 @@ export function repositoryModel(
       return { ...common, inferFunc: scriptModelInstances(file, count, folder.dir), inputs, outputs, config: configInit };
     }
     const file = modelFile(folder.dir, versionDir, defaultFilename ?? 'model.onnx', f);
-    const spec = onnxSpec(file, groups, accelerators, maxBatchSize, where);
+    const spec = onnxSpec(file, groups, accelerators, session, maxBatchSize, where);
     // Auto-complete: a model that can batch, whose config does not say, takes the default max_batch_size.
     const batching = configInit.batching ?? (spec.batching && defaultMaxBatchSize > 0);
     const completed: ModelConfigInit = configInit.batching !== undefined ? configInit : { ...configInit, batching, ...(batching ? { maxBatchSize: defaultMaxBatchSize } : {}) };
@@ -163,12 +167,14 @@ function onnxSpec(
   file: string,
   groups: readonly InstanceGroup[],
   accelerators: Accelerators,
+  session: OnnxSessionOptions,
   maxBatchSize: number | undefined,
   where: string,
 ): OnnxModelSpec {
   if (!fs.existsSync(file)) throw new TritonError('INVALID_CONFIG', `${where}: model file ${file} does not exist`);
   const devices = groups.flatMap((g) => (g.kind === 'KIND_GPU' ? g.gpus.flatMap((id) => Array.from({ length: g.count }, () => `gpu:${id}`)) : Array.from({ length: g.count }, () => 'cpu')));
   return onnxModel({
+    ...session,
     path: file,
     devices: devices.length > 0 ? devices : ['cpu'],
     ...(maxBatchSize !== undefined && maxBatchSize > 0 ? { maxBatchSize } : {}),

@@ -37,7 +37,7 @@ const ROOT_EXPORTS = [
   'RESPONSE_PARAMETERS', 'withParameters', 'InferFunc', 'LifecycleHooks', 'instanceFactory', 'InstanceFactory', 'InstanceTarget', 'InstanceContext', 'Device',
   'DeviceKind', 'CustomMetrics', 'MetricFamilySpec', 'MetricKind', 'CustomMetricFamily', 'CustomMetric', 'ChatTemplate', 'ChatMessage', 'ScriptModel', 'ScriptModelArgs',
   // What inferFunc can be besides a callable.
-  'workers', 'WorkersInit', 'WorkerOptions', 'WorkerSpec', 'onnxModel', 'OnnxModelInit', 'OnnxModelSpec', 'ensemble', 'EnsembleSpec', 'EnsembleStep',
+  'workers', 'WorkersInit', 'WorkerOptions', 'WorkerSpec', 'onnxModel', 'OnnxModelInit', 'OnnxModelSpec', 'OnnxSessionOptions', 'OnnxExecutionMode', 'OnnxGraphOptimizationLevel', 'ensemble', 'EnsembleSpec', 'EnsembleStep',
   // Model config.
   'TensorSpec', 'TensorSpecInit', 'ModelConfig', 'ModelConfigInit', 'DynamicBatcher', 'DynamicBatcherInit', 'QueuePolicy', 'QueuePolicyInit', 'WarmupSetting',
   'WarmupSettingInit', 'SequenceBatching', 'SequenceBatchingInit', 'ModelConfigJson',
