@@ -2,8 +2,6 @@
 // and honoured, the config reports the accelerator and the provider its instances report, and a GPU instance that
 // no provider can run fails its load with the message that names the providers. This machine has neither CUDA
 // libraries nor a Vulkan adapter; scripts/gpu-check.sh runs the GPU side on a machine that has one.
-import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { Triton, workers, type TritonConfigInit } from '../../lib';
 import { ModelClient } from '../../lib/client';
@@ -12,6 +10,7 @@ import { formatModelConfigText } from '../../lib/config/model-config-text';
 import { scanRepositories } from '../../lib/repository/model-folder';
 import { repositoryModel } from '../../lib/repository/repository-binding';
 import { track } from '../helpers/resources';
+import { ScratchRepository, indexEntry } from '../helpers/scratch-repository';
 
 const IDENTITY = path.join(__dirname, '../fixtures/onnx/identity_fp32.onnx');
 const REPORTING = path.join(__dirname, '../fixtures/workers/report-provider-model.js');
@@ -19,32 +18,24 @@ const REPORTING = path.join(__dirname, '../fixtures/workers/report-provider-mode
 const WEBGPU = 'optimization { execution_accelerators { gpu_execution_accelerator [ { name: "webgpu" } ] } }';
 const config = (groups: string, extra = '') => `platform: "onnxruntime_onnx"\nmax_batch_size: 8\ninstance_group [ ${groups} ]\n${extra}\n`;
 
-interface IndexEntry {
-  name: string;
-  state: string;
-  reason?: string;
-}
-
 describe('GPU instances without a GPU', () => {
+  let repo: ScratchRepository;
   let root: string;
   let triton: Triton | undefined;
   let base: string;
 
   beforeEach(() => {
-    root = fs.mkdtempSync(path.join(os.tmpdir(), 'tstriton-gpu-'));
+    repo = new ScratchRepository('tstriton-gpu-');
+    root = repo.root;
   });
 
   afterEach(async () => {
     await triton?.stop();
     triton = undefined;
-    fs.rmSync(root, { recursive: true, force: true });
+    repo.close();
   });
 
-  function model(name: string, text: string): void {
-    fs.mkdirSync(path.join(root, name, '1'), { recursive: true });
-    fs.copyFileSync(IDENTITY, path.join(root, name, '1', 'model.onnx'));
-    fs.writeFileSync(path.join(root, name, 'config.pbtxt'), text);
-  }
+  const model = (name: string, text: string) => repo.model(name, IDENTITY, text);
 
   async function start(settings: TritonConfigInit = {}, before?: (t: Triton) => void): Promise<Triton> {
     triton = track(new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent', ...settings }));
@@ -53,8 +44,7 @@ describe('GPU instances without a GPU', () => {
     base = `http://127.0.0.1:${triton.ports.http}`;
     return triton;
   }
-  const index = async () => (await (await fetch(`${base}/v2/repository/index`, { method: 'POST' })).json()) as IndexEntry[];
-  const reasonOf = async (name: string) => (await index()).find((e) => e.name === name);
+  const reasonOf = (name: string) => indexEntry(base, name);
   const configOf = async (name: string) => (await (await fetch(`${base}/v2/models/${name}/config`)).json()) as Record<string, unknown>;
 
   /** The config JSON a repository model is served with once it loads (the server builds it the same way). */

@@ -3,13 +3,13 @@
 // the served config as written, and round-trip with onnxModel()'s options; values the backend would refuse, and
 // settings onnxruntime-node cannot honour, fail the load naming the field.
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { Triton, onnxModel } from '../../lib';
 import { formatModelConfigText, parseModelConfigText } from '../../lib/config/model-config-text';
 import { scanRepositories } from '../../lib/repository/model-folder';
 import { repositoryModel } from '../../lib/repository/repository-binding';
 import { track } from '../helpers/resources';
+import { ScratchRepository, indexEntry } from '../helpers/scratch-repository';
 
 const MATMUL = path.join(__dirname, '../fixtures/onnx/matmul_256.onnx');
 
@@ -19,36 +19,26 @@ const config = (...lines: string[]) => ['platform: "onnxruntime_onnx"', 'max_bat
 /** The threads of this process: the server runs in it, and each onnxruntime session's intra-op pool is threads of it. */
 const threads = () => fs.readdirSync('/proc/self/task').length;
 
-interface IndexEntry {
-  name: string;
-  state: string;
-  reason?: string;
-}
-
 describe('onnxruntime session settings in config.pbtxt', () => {
-  let root: string;
+  let repo: ScratchRepository;
   let triton: Triton | undefined;
   let base: string;
 
   beforeEach(() => {
-    root = fs.mkdtempSync(path.join(os.tmpdir(), 'tstriton-ort-options-'));
+    repo = new ScratchRepository('tstriton-ort-options-');
   });
 
   afterEach(async () => {
     await triton?.stop();
     triton = undefined;
-    fs.rmSync(root, { recursive: true, force: true });
+    repo.close();
   });
 
-  function model(name: string, text: string): void {
-    fs.mkdirSync(path.join(root, name, '1'), { recursive: true });
-    fs.copyFileSync(MATMUL, path.join(root, name, '1', 'model.onnx'));
-    fs.writeFileSync(path.join(root, name, 'config.pbtxt'), text);
-  }
+  const model = (name: string, text: string) => repo.model(name, MATMUL, text);
 
   async function start(explicit: boolean): Promise<void> {
     triton = track(
-      new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent', modelRepository: [root], ...(explicit ? { modelControlMode: 'explicit' } : {}) }),
+      new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent', modelRepository: [repo.root], ...(explicit ? { modelControlMode: 'explicit' } : {}) }),
     );
     await triton.run();
     base = `http://127.0.0.1:${triton.ports.http}`;
@@ -58,8 +48,7 @@ describe('onnxruntime session settings in config.pbtxt', () => {
     expect(res.status).toBe(200);
   };
   const configOf = async (name: string) => (await (await fetch(`${base}/v2/models/${name}/config`)).json()) as Record<string, unknown>;
-  const reasonOf = async (name: string) =>
-    ((await (await fetch(`${base}/v2/repository/index`, { method: 'POST' })).json()) as IndexEntry[]).find((e) => e.name === name);
+  const reasonOf = (name: string) => indexEntry(base, name);
   const infer = async (name: string, x: number[]) => {
     const res = await fetch(`${base}/v2/models/${name}/infer`, { method: 'POST', body: JSON.stringify({ inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 256], data: x }] }) });
     expect(res.status).toBe(200);
@@ -154,11 +143,9 @@ describe('onnxruntime session settings in config.pbtxt', () => {
     });
     expect((bound.optimization as Record<string, unknown>).graph).toEqual({ level: -1 });
     // The config as config.pbtxt, read back as a repository model: the same session options.
-    fs.mkdirSync(path.join(root, 'bound', '1'), { recursive: true });
-    fs.copyFileSync(MATMUL, path.join(root, 'bound', '1', path.basename(MATMUL)));
-    const file = path.join(root, 'bound', 'config.pbtxt');
-    fs.writeFileSync(file, formatModelConfigText(bound));
-    const folder = scanRepositories([root]).folders.get('bound')!;
+    repo.model('bound', MATMUL, formatModelConfigText(bound), path.basename(MATMUL));
+    const file = path.join(repo.root, 'bound', 'config.pbtxt');
+    const folder = scanRepositories([repo.root]).folders.get('bound')!;
     const binding = repositoryModel(folder, parseModelConfigText(folder.configText as string, file), file, false).bindings[0]!;
     const spec = binding.inferFunc as ReturnType<typeof onnxModel>;
     expect(spec.init).toMatchObject(options);
