@@ -31,7 +31,7 @@ export interface OnnxSessionOptions {
   sessionConfig?: Readonly<Record<string, string>>;
 }
 
-/** `optimization.graph.level` → onnxruntime's level; Triton's backend maps any other level (0) to `all`. */
+/** `optimization.graph.level` → onnxruntime's level, as Triton's backend maps them; 0, the default, is `all`. */
 const GRAPH_LEVELS: ReadonlyMap<number, OnnxGraphOptimizationLevel> = new Map([
   [-1, 'basic'],
   [0, 'all'],
@@ -65,7 +65,7 @@ export function checkSessionOptions(options: OnnxSessionOptions, where: string):
 /** The prefix of onnxruntime's session config keys, passed through as session config entries. */
 const SESSION_PREFIX = 'session.';
 
-/** Parameters read elsewhere, or that no onnxruntime-node session can honour. */
+/** Parameters of Triton's backend that no onnxruntime-node session in a worker thread can honour. */
 const ARENA_SHRINKAGE = 'memory.enable_memory_arena_shrinkage';
 const SHARE_SESSION = 'share_session_between_instances';
 
