@@ -2,7 +2,7 @@
 of the packed package, driven by tritonclient over HTTP and gRPC.
 
 The repository is written here: ONNX models made with `onnx` (three versions of one model under
-`version_policy: { latest { num_versions: 2 } }`, a model with no config.pbtxt), an ensemble wired in
+`version_policy: { latest { num_versions: 2 } }` with onnxruntime session settings, a model with no config.pbtxt), an ensemble wired in
 config.pbtxt, and a model.ts script model. Every config.pbtxt also goes through Triton's own parser
 (`text_format` into `model_config_pb2.ModelConfig`), the configs the server returns are read back into
 `ModelConfig`, and every answer is checked against onnxruntime run on the same files.
@@ -34,6 +34,9 @@ input [ { name: "x", data_type: TYPE_FP32, dims: [ 4 ] } ]
 output [ { name: "y", data_type: TYPE_FP32, dims: [ 4 ] } ]
 dynamic_batching { max_queue_delay_microseconds: 200 }
 instance_group [ { kind: KIND_CPU, count: 1 } ]
+optimization { graph { level: 1 } }
+parameters { key: "intra_op_thread_count", value: { string_value: "1" } }
+parameters { key: "session.intra_op.allow_spinning", value: { string_value: "0" } }
 """
 
 CHAIN_CONFIG = """
@@ -185,6 +188,10 @@ def test_configs_read_back_as_triton_model_configs(served, protocol):
     assert scaled.max_batch_size == 8
     assert scaled.version_policy.latest.num_versions == 2
     assert scaled.dynamic_batching.max_queue_delay_microseconds == 200
+    # The onnxruntime backend's session settings, as written (docs/onnx.md#session-settings-in-a-model-repository).
+    assert scaled.optimization.graph.level == 1
+    assert {k: v.string_value for k, v in scaled.parameters.items()} == {
+        "intra_op_thread_count": "1", "session.intra_op.allow_spinning": "0"}
     plusone = config_of(client, protocol, "plusone")  # completed from the ONNX file
     assert plusone.platform == "onnxruntime_onnx"
     assert [(t.name, t.data_type, list(t.dims)) for t in plusone.input] == [("x", model_config_pb2.TYPE_FP32, [4])]
