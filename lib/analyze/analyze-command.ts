@@ -6,7 +6,7 @@ import type { MeasureFn } from './analyze-types';
 import { runPerf } from '../perf/run-perf';
 import { perfAnalyzerMeasure } from './perf-analyzer-measure';
 import { ProgressBar } from './progress-bar';
-import { confirmationText, resultText } from './report/report-markdown';
+import { confirmationText, machineBoundText, resultText } from './report/report-markdown';
 import { writeReport } from './report/write-report';
 import { candidateChanges } from './candidate';
 
@@ -58,6 +58,8 @@ export async function analyzeCommand(argv: readonly string[]): Promise<number> {
     const best = bestResult(m, options.objective);
     const confirmed = m.confirmation ? ` (${confirmationText(m, options.objective, false)})` : '';
     process.stdout.write(`${m.model}: ${m.results.length} candidates measured; ${best ? `best ${path.join(outputDir, m.model, 'config.pbtxt')}${confirmed}` : 'none met the objective'}\n`);
+    const bound = best && machineBoundText(best, run.cores);
+    if (bound) process.stdout.write(`${m.model}: ${bound}\n`);
   }
   process.stdout.write(`report: ${path.join(outputDir, 'report.md')}\n`);
   if (written.plotsNote) process.stderr.write(`tstriton: ${written.plotsNote}\n`);

@@ -47,6 +47,8 @@ export interface MeasuredStep {
   readonly step: PerfStep;
   /** The server's CPU over the step, percent of one core. */
   readonly cpuPercent?: number;
+  /** The load generator's CPU over the step, percent of one core (`sampleLoadGenerator`). */
+  readonly loadCpuPercent?: number;
   /** The server's resident memory at the end of the step, bytes. */
   readonly rssBytes?: number;
 }
@@ -96,6 +98,8 @@ export interface AnalyzeRun {
   /** The time budget ran out before the search was done. */
   readonly outOfTime: boolean;
   readonly elapsedMs: number;
+  /** The cores of the machine the run measured on (server and load generator shared them). */
+  readonly cores: number;
 }
 
 /** What the progress bar is told. */

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import * as path from 'node:path';
 import { invalidConfig, TritonError } from '../base/errors';
 import { TritonConfig } from '../config/triton-config';
@@ -54,7 +55,7 @@ export async function analyze(options: AnalyzeOptions, measure: MeasureFn, inter
     const share = (state.deadline - performance.now()) / (options.models.length - i);
     models.push(await analyzeModel(state, model, kinds, performance.now() + share));
   }
-  return { options, models, interrupted: interrupt.aborted, outOfTime: state.outOfTime, elapsedMs: performance.now() - started };
+  return { options, models, interrupted: interrupt.aborted, outOfTime: state.outOfTime, elapsedMs: performance.now() - started, cores: availableParallelism() };
 }
 
 /** The analysis of one model, up to `deadline` (performance.now() milliseconds). */

@@ -2,7 +2,7 @@ import type { PerfOptions, PerfStep } from '../perf/perf-types';
 import type { LoadSettings, MeasuredStep, MeasureFn } from './analyze-types';
 import type { CandidateServer } from './candidate-server';
 import { worthGoingOn, type Objective } from './objective';
-import { cpuPercent, sampleProcess } from './process-usage';
+import { cpuPercent, sampleLoadGenerator, sampleProcess } from './process-usage';
 
 /** A candidate's sweep under way, for the progress bar. */
 export interface SweepProgress {
@@ -23,7 +23,7 @@ const SATURATION_GAIN = 1.02;
 
 /**
  * Loads a candidate's server for `warmupMs`, then measures it at each concurrency of the sweep, one step at a time,
- * sampling the server's CPU and memory around each step. The sweep stops early where more concurrency cannot help
+ * sampling the server's CPU and memory, and the load generator's CPU, around each step. The sweep stops early where more concurrency cannot help
  * the objective (latency past the budget, the throughput asked for met, failed requests), or when two steps in a
  * row gain no throughput (the server is saturated). An aborted `signal` ends the step under way; the steps
  * measured are kept.
@@ -59,11 +59,17 @@ export async function measureCandidate(
     if (signal.aborted) break;
     onProgress({ phase: 'measuring', step: i + 1, steps: load.concurrency.length, concurrency });
     const before = sampleProcess(server.pid);
+    const loadBefore = sampleLoadGenerator();
     const report = await measure(options(concurrency, load.measurementIntervalMs, load.maxTrials));
     const after = sampleProcess(server.pid);
+    const loadAfter = sampleLoadGenerator();
     const step = report.steps[0];
     if (!step) break;
-    steps.push({ step, ...(before && after && { cpuPercent: cpuPercent(before, after), rssBytes: after.rssBytes }) });
+    steps.push({
+      step,
+      ...(before && after && { cpuPercent: cpuPercent(before, after), rssBytes: after.rssBytes }),
+      ...(loadBefore && loadAfter && { loadCpuPercent: cpuPercent(loadBefore, loadAfter) }),
+    });
     const previous = steps[steps.length - 2]?.step;
     flat = previous && step.throughput < previous.throughput * SATURATION_GAIN ? flat + 1 : 0;
     if (!worthGoingOn(step, objective) || flat >= 2) break;

@@ -73,6 +73,11 @@ describe('tstriton analyze', () => {
     expect(rows.filter((r) => r.as_bound === 'true').map((r) => r.max_batch_size)).toEqual(['8']);
     for (const r of rows.filter((r) => r.as_bound === 'false')) expect(['1', '2', '4']).toContain(r.max_batch_size);
     expect(new Set(rows.map((r) => r.config)).size).toBe(rows.length);
+    // What the server and the load generator (tstriton perf's threads in the analyze process) used, side by side.
+    for (const r of rows.filter((r) => r.throughput_infer_per_s !== '')) {
+      expect(Number(r.server_cpu_percent)).toBeGreaterThan(0);
+      expect(Number(r.load_cpu_percent)).toBeGreaterThan(0);
+    }
 
     const report = readFileSync(join(out, 'report.md'), 'utf8');
     expect(report).toContain('## double');
@@ -80,6 +85,7 @@ describe('tstriton analyze', () => {
     // The best of the search is measured again beside the model as bound, unless the model as bound is the best.
     expect(report).toMatch(/Measured again back to back \(windows of 900 ms\): .* (The gain holds|The search's best did not hold its gain)|The model as bound is the best of the candidates measured/);
     expect(report).toContain('p95 latency within 50 ms');
+    expect(report).toMatch(/The machine has \d+ cores?, which the server and the load generator shared\./);
     for (const r of rows) expect(report).toContain(`| ${r.config} |`);
 
     // A best config exists when a candidate met the budget; on this loopback model at 50 ms one always does.

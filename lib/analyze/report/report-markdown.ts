@@ -45,14 +45,14 @@ export function reportMarkdown(run: AnalyzeRun, plots: ReadonlyMap<string, reado
     `- Served: ${[...options.source.modules.map((m) => `--module ${shortPath(m)}`), ...options.source.repositories.map((r) => `--model-repository ${shortPath(r)}`)].join(', ')}.`,
     `- Search: ${options.search}; time budget ${fmtDuration(options.timeBudgetMs)}, used ${fmtDuration(run.elapsedMs)}: ${endText(run)}.`,
     `- Load: ${load.protocol}, batch size ${load.batchSize}, concurrency ${load.concurrency.join(', ')} (each candidate's sweep stops where more cannot help), windows of ${load.measurementIntervalMs} ms (at most ${load.maxTrials} per step), ${load.warmupMs} ms of warm-up; measured with ${measuredWith}.`,
-    '- Each candidate ran in a fresh `tstriton serve`; CPU is the server process\'s (all its threads, percent of one core) over each step, RSS its resident memory at the end of it.',
+    `- Each candidate ran in a fresh \`tstriton serve\`; server CPU is the server process's (all its threads, percent of one core) over each step, RSS its resident memory at the end of it; load CPU is the load generator's over the step. The machine has ${run.cores} core${run.cores === 1 ? '' : 's'}, which the server and the load generator shared.`,
     '',
   ];
-  for (const m of run.models) lines.push(...modelSection(m, objective, plots.get(m.model) ?? [], plotsNote));
+  for (const m of run.models) lines.push(...modelSection(m, objective, run.cores, plots.get(m.model) ?? [], plotsNote));
   return lines.join('\n');
 }
 
-function modelSection(m: ModelAnalysis, objective: Objective, plots: readonly string[], plotsNote: string | undefined): string[] {
+function modelSection(m: ModelAnalysis, objective: Objective, cores: number, plots: readonly string[], plotsNote: string | undefined): string[] {
   const best = bestResult(m, objective);
   const asBound = m.results.find((r) => r.isDefault);
   const lines = [`## ${m.model}`, ''];
@@ -67,19 +67,21 @@ function modelSection(m: ModelAnalysis, objective: Objective, plots: readonly st
     } else if (b && d) lines.push(`Against the model as bound (${resultText(asBound, objective)}): **${(b.throughput / d.throughput).toFixed(2)}× the throughput**, ${objective.percentile} ${ms(latencyAt(b, objective.percentile))} ms against ${ms(latencyAt(d, objective.percentile))} ms.`, '');
     else lines.push(`The model as bound meets the objective at no step (${resultText(asBound, objective)}).`, '');
     if (m.confirmation) lines.push(confirmationText(m, objective), '');
+    const bound = machineBoundText(best, cores);
+    if (bound) lines.push(bound, '');
     lines.push(`Files: [${m.model}/config.pbtxt](${m.model}/config.pbtxt) (the best config as served), [${m.model}/bind-options.ts](${m.model}/bind-options.ts) (the same as bind() options).`, '');
   } else lines.push('No candidate met the objective: loosen it, or widen the search.', '');
 
   lines.push(`### Candidates (${m.results.length} measured, best first)`, '');
-  lines.push(`| config | max_batch_size | queue delay (µs) | instances | threads | concurrency | infer/s | ${objective.percentile} (ms) | CPU (%) | RSS (MiB) | meets |`);
-  lines.push('|---|---|---|---|---|---|---|---|---|---|---|');
+  lines.push(`| config | max_batch_size | queue delay (µs) | instances | threads | concurrency | infer/s | ${objective.percentile} (ms) | server CPU (%) | RSS (MiB) | load CPU (%) | meets |`);
+  lines.push('|---|---|---|---|---|---|---|---|---|---|---|---|');
   const ranked = [...m.results].sort((a, b) => rank(b, objective) - rank(a, objective));
   for (const r of ranked) {
     const s = r.steps[r.best] ?? r.steps[r.steps.length - 1];
     const c = r.candidate;
     const load = s?.step.load;
     lines.push(
-      `| ${r.isDefault ? 'as bound' : candidateChanges(c, m.base)} | ${c.maxBatchSize} | ${c.maxQueueDelayMicroseconds} | ${c.instanceCount}×${c.kind} | ${c.httpThreadCount} | ${load?.kind === 'concurrency' ? load.concurrency : '—'} | ${s && s.step.requests > 0 ? fmt(s.step.throughput) : '—'} | ${s && s.step.requests > 0 ? ms(latencyAt(s.step, objective.percentile)) : '—'} | ${s?.cpuPercent !== undefined ? fmt(s.cpuPercent) : '—'} | ${s?.rssBytes !== undefined ? fmt(s.rssBytes / MIB) : '—'} | ${r.best >= 0 ? 'yes' : r.error ? `no: ${r.error.replace(/\|/g, '/')}` : 'no'} |`,
+      `| ${r.isDefault ? 'as bound' : candidateChanges(c, m.base)} | ${c.maxBatchSize} | ${c.maxQueueDelayMicroseconds} | ${c.instanceCount}×${c.kind} | ${c.httpThreadCount} | ${load?.kind === 'concurrency' ? load.concurrency : '—'} | ${s && s.step.requests > 0 ? fmt(s.step.throughput) : '—'} | ${s && s.step.requests > 0 ? ms(latencyAt(s.step, objective.percentile)) : '—'} | ${s?.cpuPercent !== undefined ? fmt(s.cpuPercent) : '—'} | ${s?.rssBytes !== undefined ? fmt(s.rssBytes / MIB) : '—'} | ${s?.loadCpuPercent !== undefined ? fmt(s.loadCpuPercent) : '—'} | ${r.best >= 0 ? 'yes' : r.error ? `no: ${r.error.replace(/\|/g, '/')}` : 'no'} |`,
     );
   }
   lines.push('', 'Where no step met the objective, the row shows the last step measured.', '');
@@ -112,6 +114,25 @@ export function confirmationText(m: ModelAnalysis, objective: Objective, markdow
     `Measured again back to back (windows of ${c.windowMs} ms): ${candidateChanges(c.best.candidate, m.base)}: ${resultText(c.best, objective)}; as bound: ${resultText(c.asBound, objective)}${ratio}.`,
     held ? 'The gain holds.' : "The search's best did not hold its gain: the model as bound is kept as the best.",
   ].join(' ');
+}
+
+/** The share of the machine's CPU above which a measurement counts as bound by the machine. */
+const MACHINE_BOUND_SHARE = 0.85;
+
+/**
+ * When the server and the load generator together used nearly all the machine's cores at the best config's best step,
+ * a line that says so: the measurement is then bound by the machine, and more cores may gain more than it shows.
+ */
+export function machineBoundText(best: CandidateResult, cores: number): string | undefined {
+  const s = best.steps[best.best];
+  if (s?.cpuPercent === undefined || s.loadCpuPercent === undefined) return undefined;
+  const used = s.cpuPercent + s.loadCpuPercent;
+  if (used < MACHINE_BOUND_SHARE * 100 * cores) return undefined;
+  return (
+    `At its best step the server used ${fmt(s.cpuPercent)} % and the load generator ${fmt(s.loadCpuPercent)} % of one core: ` +
+    `${fmt(used)} % of the ${cores * 100} % that this machine's ${cores} core${cores === 1 ? '' : 's'} have. The machine's CPU bounds this measurement: ` +
+    'with more cores, or with the load generator on another machine, more instances or front-end threads may gain more than measured here.'
+  );
 }
 
 /** A candidate's settings in full. */

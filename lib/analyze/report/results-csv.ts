@@ -6,7 +6,7 @@ const MIB = 1024 * 1024;
 
 /** The columns a candidate and its chosen step are described by, in results.csv and steps.csv. */
 const CANDIDATE_COLUMNS = ['model', 'config', 'as_bound', 'max_batch_size', 'max_queue_delay_us', 'instance_count', 'instance_kind', 'http_thread_count'];
-const STEP_COLUMNS = (p: string) => ['concurrency', 'throughput_infer_per_s', `latency_${p}_us`, 'latency_p50_us', 'latency_p99_us', 'server_cpu_percent', 'server_rss_mib', 'stable'];
+const STEP_COLUMNS = (p: string) => ['concurrency', 'throughput_infer_per_s', `latency_${p}_us`, 'latency_p50_us', 'latency_p99_us', 'server_cpu_percent', 'server_rss_mib', 'load_cpu_percent', 'stable'];
 
 /** A cell of CSV: quoted when it holds a comma, a quote or a line break. */
 function cell(value: string | number | boolean | undefined): string {
@@ -30,6 +30,7 @@ function stepCells(s: MeasuredStep | undefined, objective: Objective): (string |
     s.step.latencyUs.p99,
     s.cpuPercent,
     s.rssBytes === undefined ? undefined : s.rssBytes / MIB,
+    s.loadCpuPercent,
     s.step.stable,
   ];
 }

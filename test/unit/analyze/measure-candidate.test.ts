@@ -1,9 +1,12 @@
+import { spawn } from 'node:child_process';
 import { DEFAULT_CONCURRENCY, parseAnalyzeArgs } from '../../../lib/analyze/analyze-flags';
 import { confirmConcurrencies } from '../../../lib/analyze/analyze';
 import type { CandidateResult, LoadSettings, MeasureFn } from '../../../lib/analyze/analyze-types';
 import type { CandidateServer } from '../../../lib/analyze/candidate-server';
 import { measureCandidate } from '../../../lib/analyze/measure-candidate';
 import type { Objective } from '../../../lib/analyze/objective';
+import { parseProcessSample, sampleLoadGenerator, sampleProcess } from '../../../lib/analyze/process-usage';
+import { machineBoundText } from '../../../lib/analyze/report/report-markdown';
 import type { PerfOptions, PerfReport } from '../../../lib/perf/perf-types';
 
 /**
@@ -95,5 +98,54 @@ describe('confirmConcurrencies', () => {
   it('has nothing below the sweep\'s start, and follows a sweep the user gave', () => {
     expect(confirmConcurrencies(resultAt(0, 1, 2), DEFAULT_CONCURRENCY)).toEqual([1]);
     expect(confirmConcurrencies(resultAt(1, 3, 12, 48), [3, 12, 48])).toEqual([3, 12]);
+  });
+});
+
+describe("the load generator's CPU", () => {
+  it('counts this process and the children it reaped: tstriton perf runs here, perf_analyzer as a child that exits', async () => {
+    const before = sampleLoadGenerator();
+    // A child that burns CPU for 400 ms and exits (a perf_analyzer step), then this process's own work.
+    await new Promise<void>((resolve, reject) => {
+      const child = spawn(process.execPath, ['-e', 'const end = Date.now() + 400; while (Date.now() < end);']);
+      child.on('error', reject);
+      child.on('exit', () => resolve());
+    });
+    const afterChild = sampleLoadGenerator();
+    const own = sampleProcess('self');
+    const end = Date.now() + 200;
+    while (Date.now() < end);
+    const afterOwn = sampleProcess('self');
+    expect(before && afterChild && own && afterOwn).toBeTruthy();
+    // The child's CPU is at least most of its 400 ms (the clock ticks are 10 ms); without the children it would not count.
+    expect(afterChild!.cpuSeconds - before!.cpuSeconds).toBeGreaterThanOrEqual(0.3);
+    expect(afterOwn!.cpuSeconds - own!.cpuSeconds).toBeGreaterThanOrEqual(0.1);
+  });
+
+  it('reads cutime and cstime only when asked', () => {
+    const stat = '42 (node) S 1 42 42 0 -1 4194560 100 0 0 0 100 50 30 20 20 0 11 0 100 1000 200';
+    expect(parseProcessSample(stat, 'VmRSS:\t1024 kB\n', 0)?.cpuSeconds).toBe(1.5);
+    expect(parseProcessSample(stat, 'VmRSS:\t1024 kB\n', 0, true)?.cpuSeconds).toBe(2);
+  });
+
+  it('is measured beside the server at each step of the sweep', async () => {
+    const { measure } = batchingServer(8, 5, 1);
+    const steps = await measureCandidate(server, 'm', { ...load, concurrency: [1, 2], warmupMs: 0 }, { percentile: 'p95', latencyBudgetUs: 50_000 }, measure, new AbortController().signal, () => undefined);
+    expect(steps).toHaveLength(2);
+    for (const s of steps) expect(s.loadCpuPercent).toBeGreaterThanOrEqual(0);
+  });
+
+  it('says when the server and the load generator used nearly all the cores at the best step', () => {
+    const result = (cpuPercent: number, loadCpuPercent?: number): CandidateResult => {
+      const us = 1000;
+      const step = { load: { kind: 'concurrency' as const, concurrency: 32 }, throughput: 4000, requests: 4000, errors: 0, latencyUs: { avg: us, min: us, max: us, p50: us, p90: us, p95: us, p99: us, std: 0 }, stable: true, windowMs: 1000 };
+      const candidate = { maxBatchSize: 16, maxQueueDelayMicroseconds: 0, instanceCount: 2, kind: 'cpu', httpThreadCount: 1 };
+      return { candidate, isDefault: false, steps: [{ step, cpuPercent, ...(loadCpuPercent !== undefined && { loadCpuPercent }) }], best: 0, durationMs: 1 } as CandidateResult;
+    };
+    expect(machineBoundText(result(156, 35), 2)).toBe(
+      "At its best step the server used 156 % and the load generator 35.0 % of one core: 191 % of the 200 % that this machine's 2 cores have. The machine's CPU bounds this measurement: with more cores, or with the load generator on another machine, more instances or front-end threads may gain more than measured here.",
+    );
+    expect(machineBoundText(result(156, 35), 16)).toBeUndefined();
+    expect(machineBoundText(result(120, 40), 2)).toBeUndefined();
+    expect(machineBoundText(result(190), 2)).toBeUndefined();
   });
 });
