@@ -246,7 +246,7 @@ async function measureOn(
   }, Math.max(0, deadline - performance.now()));
   try {
     const steps = await measureCandidate(server, model, load, state.options.objective, state.measure, stop.signal, onProgress);
-    return { candidate, isDefault, steps, best: bestStepIndex(steps.map((s) => s.step), state.options.objective), ...failure(steps) };
+    return { candidate, isDefault, steps, best: bestStepIndex(steps.map((s) => s.step), state.options.objective), ...sweepFailure(steps) };
   } catch (err) {
     // The model as bound is measured first: a measurement that cannot be made of it (a variable dim without --shape,
     // input data that does not fit) cannot be made of any candidate.
@@ -258,10 +258,12 @@ async function measureOn(
   }
 }
 
-/** Why a sweep measured nothing: no step had a request answered, or every request failed. */
-function failure(steps: readonly MeasuredStep[]): { error?: string } {
+/** Why a sweep measured nothing: no step had a request answered, or every request failed; with the first failure said. */
+export function sweepFailure(steps: readonly MeasuredStep[]): { error?: string } {
   if (steps.length === 0 || steps.some((s) => s.step.requests > s.step.errors)) return {};
-  return { error: steps.every((s) => s.step.requests === 0) ? 'no step gave a measurement' : 'every request failed' };
+  const what = steps.every((s) => s.step.requests === 0) ? 'no step gave a measurement' : 'every request failed';
+  const first = steps.find((s) => s.step.firstError !== undefined)?.step.firstError;
+  return { error: first !== undefined ? `${what} (${first})` : what };
 }
 
 /** Whether another candidate, as long as the longest so far, still fits before the deadline. */

@@ -46,12 +46,14 @@ async function runOnce(binary: string, options: PerfOptions, concurrency: number
   ];
   const load = { kind: 'concurrency' as const, concurrency };
   try {
-    const ok = await new Promise<boolean>((resolve) => {
-      const child = execFile(binary, args, { signal: options.signal }, (err) => resolve(!err));
-      child.stdout?.resume();
+    const failed = await new Promise<string | undefined>((resolve) => {
+      execFile(binary, args, { signal: options.signal, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => resolve(err ? whyFailed(err, `${stdout}\n${stderr}`) : undefined));
     });
-    const row = ok ? readRow(csv) : undefined;
-    if (!row) return { load, throughput: 0, requests: 0, errors: 0, latencyUs: emptyLatency(), stable: false, windowMs };
+    const row = failed === undefined ? readRow(csv) : undefined;
+    if (!row) {
+      const firstError = failed ?? 'perf_analyzer wrote no measurement to its CSV';
+      return { load, throughput: 0, requests: 0, errors: 0, latencyUs: emptyLatency(), stable: false, windowMs, firstError };
+    }
     const get = (name: string) => Number(row[name] ?? NaN);
     const throughput = get('Inferences/Second');
     const p50 = get('p50 latency');
@@ -67,6 +69,18 @@ async function runOnce(binary: string, options: PerfOptions, concurrency: number
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Why a perf_analyzer run failed, in its own words: the line that says it could not get a stable measurement, else
+ * its last line of output (`error: failed to get model metadata: ...`), after how it ended.
+ */
+export function whyFailed(err: Error & { code?: unknown; signal?: unknown }, output: string): string {
+  const lines = output.split(/\r?\n/).map((l) => l.trim()).filter((l) => l !== '');
+  const unstable = lines.find((l) => l.startsWith('Failed to obtain stable measurement within'));
+  const how = typeof err.code === 'number' ? `exited with ${err.code}` : err.signal ? `ended by ${String(err.signal)}` : `did not run (${err.message})`;
+  const said = unstable ?? lines[lines.length - 1];
+  return `perf_analyzer ${how}${said ? `: ${said}` : ''}`;
 }
 
 /** The first data row of perf_analyzer's CSV, by column. */
