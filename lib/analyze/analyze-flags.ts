@@ -59,7 +59,7 @@ export const ANALYZE_FLAGS: readonly AnalyzeFlag[] = [
   { name: 'shape', kind: 'string', repeatable: true, placeholder: 'name:d1,d2', default: 'none', summary: 'the shape of an input with variable dims (--shape)' },
   { name: 'input-data', kind: 'string', placeholder: 'zero|random|file|dir', default: 'random', summary: 'the input values (--input-data)' },
   { name: 'measurement-interval', kind: 'integer', placeholder: 'ms', default: '1000', summary: 'length of each measurement window (-p)' },
-  { name: 'max-trials', kind: 'integer', placeholder: 'n', default: '3', summary: 'windows per step at most, until two agree (-r)' },
+  { name: 'max-trials', kind: 'integer', placeholder: 'n', default: '3 (perf_analyzer: 10)', summary: 'windows per step at most, until two agree (-r)' },
   { name: 'stability-percentage', kind: 'number', placeholder: '%', default: '10', summary: 'how close the windows must agree (-s)' },
   { name: 'warmup', kind: 'integer', placeholder: 'ms', default: '1000', summary: 'load before measuring each candidate' },
   { name: 'measure-with', kind: 'string', placeholder: 'tstriton|perf_analyzer', default: 'tstriton', summary: "tstriton perf's measurement, or Triton's perf_analyzer (on the PATH)" },
@@ -139,9 +139,10 @@ function readOptions(
   const inputData = read.string('input-data') ?? 'random';
   const outputDir = path.resolve(cwd, read.string('output-dir') ?? 'analyze-results');
   const cores = availableParallelism();
+  const measureWith = read.oneOf('measure-with', ['tstriton', 'perf_analyzer'] as const, 'tstriton');
   return {
     outputDir,
-    measureWith: read.oneOf('measure-with', ['tstriton', 'perf_analyzer'] as const, 'tstriton'),
+    measureWith,
     options: {
       source: { modules: served.modules, repositories: served.repositories },
       models: served.models,
@@ -161,7 +162,9 @@ function readOptions(
         batchSize: read.integer('batch-size', 1, 1),
         concurrency: read.integers('concurrency', DEFAULT_CONCURRENCY, 1),
         measurementIntervalMs: read.integer('measurement-interval', 1000, 50),
-        maxTrials: read.integer('max-trials', 3, 1),
+        // perf_analyzer gives no measurement for a step whose windows never agree (tstriton perf reports it as
+        // unstable): it gets its own default number of windows.
+        maxTrials: read.integer('max-trials', measureWith === 'perf_analyzer' ? 10 : 3, 1),
         stabilityPercentage: read.positive('stability-percentage') ?? 10,
         warmupMs: read.integer('warmup', 1000, 0),
         ...(read.strings('shape').length > 0 && { shapes: read.shapes() }),

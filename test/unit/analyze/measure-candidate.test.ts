@@ -46,6 +46,13 @@ describe('measureCandidate', () => {
     expect(parseAnalyzeArgs(['--model-repository', '/tmp', '--model', 'm', '--concurrency', '1,8'], '/tmp').options.load.concurrency).toEqual([1, 8]);
   });
 
+  it("gives perf_analyzer its own default of 10 windows a step, which --max-trials overrides", () => {
+    const trials = (...flags: string[]) => parseAnalyzeArgs(['--model-repository', '/tmp', '--model', 'm', ...flags], '/tmp').options.load.maxTrials;
+    expect(trials()).toBe(3);
+    expect(trials('--measure-with', 'perf_analyzer')).toBe(10);
+    expect(trials('--measure-with', 'perf_analyzer', '--max-trials', '4')).toBe(4);
+  });
+
   it('goes past 64 in flight while larger batches still raise throughput within the budget', async () => {
     // Batches of up to 128 rows, 20 ms each, on 2 instances: full at 256 in flight, 12,800 infer/s.
     const { measure, asked } = batchingServer(128, 20, 2);
