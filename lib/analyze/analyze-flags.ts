@@ -59,7 +59,7 @@ export const ANALYZE_FLAGS: readonly AnalyzeFlag[] = [
   { name: 'shape', kind: 'string', repeatable: true, placeholder: 'name:d1,d2', default: 'none', summary: 'the shape of an input with variable dims (--shape)' },
   { name: 'input-data', kind: 'string', placeholder: 'zero|random|file|dir', default: 'random', summary: 'the input values (--input-data)' },
   { name: 'measurement-interval', kind: 'integer', placeholder: 'ms', default: '1000', summary: 'length of each measurement window (-p)' },
-  { name: 'max-trials', kind: 'integer', placeholder: 'n', default: '3 (perf_analyzer: 10)', summary: 'windows per step at most, until two agree (-r)' },
+  { name: 'max-trials', kind: 'integer', placeholder: 'n', default: '3 (perf_analyzer: 10)', summary: 'windows per step at most, until the last three agree (-r)' },
   { name: 'stability-percentage', kind: 'number', placeholder: '%', default: '10', summary: 'how close the windows must agree (-s)' },
   { name: 'warmup', kind: 'integer', placeholder: 'ms', default: '1000', summary: 'load before measuring each candidate' },
   { name: 'measure-with', kind: 'string', placeholder: 'tstriton|perf_analyzer', default: 'tstriton', summary: "tstriton perf's measurement, or Triton's perf_analyzer (on the PATH)" },
