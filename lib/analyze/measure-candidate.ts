@@ -23,10 +23,10 @@ const SATURATION_GAIN = 1.02;
 
 /**
  * Loads a candidate's server for `warmupMs`, then measures it at each concurrency of the sweep, one step at a time,
- * sampling the server's CPU and memory, and the load generator's CPU, around each step. The sweep stops early where more concurrency cannot help
- * the objective (latency past the budget, the throughput asked for met, failed requests), or when two steps in a
- * row gain no throughput (the server is saturated). An aborted `signal` ends the step under way; the steps
- * measured are kept.
+ * sampling the server's CPU and memory, and the load generator's CPU, around each step. The sweep stops early where
+ * more concurrency cannot help the objective (latency past the budget, the throughput asked for met, failed
+ * requests), or when two steps in a row gain no throughput (the server is saturated). An aborted `signal` ends the
+ * step under way; the steps measured are kept.
  */
 export async function measureCandidate(
   server: CandidateServer,
