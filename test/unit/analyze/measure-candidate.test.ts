@@ -110,22 +110,25 @@ describe('confirmConcurrencies', () => {
 
 describe("the load generator's CPU", () => {
   it('counts this process and the children it reaped: tstriton perf runs here, perf_analyzer as a child that exits', async () => {
+    // Work measured in CPU time, not in wall time, so that a busy machine does not make it less.
+    const burn = 'const cpu = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; }; const end = cpu() + 400; while (cpu() < end);';
     const before = sampleLoadGenerator();
-    // A child that burns CPU for 400 ms and exits (a perf_analyzer step), then this process's own work.
+    // A child that uses 400 ms of CPU and exits (a perf_analyzer step), then 200 ms of this process's own.
     await new Promise<void>((resolve, reject) => {
-      const child = spawn(process.execPath, ['-e', 'const end = Date.now() + 400; while (Date.now() < end);']);
+      const child = spawn(process.execPath, ['-e', burn]);
       child.on('error', reject);
       child.on('exit', () => resolve());
     });
     const afterChild = sampleLoadGenerator();
     const own = sampleProcess('self');
-    const end = Date.now() + 200;
-    while (Date.now() < end);
+    const cpuMs = () => (process.cpuUsage().user + process.cpuUsage().system) / 1000;
+    const end = cpuMs() + 200;
+    while (cpuMs() < end);
     const afterOwn = sampleProcess('self');
     expect(before && afterChild && own && afterOwn).toBeTruthy();
-    // The child's CPU is at least most of its 400 ms (the clock ticks are 10 ms); without the children it would not count.
-    expect(afterChild!.cpuSeconds - before!.cpuSeconds).toBeGreaterThanOrEqual(0.3);
-    expect(afterOwn!.cpuSeconds - own!.cpuSeconds).toBeGreaterThanOrEqual(0.1);
+    // The child's 400 ms (less one 10 ms clock tick at each end) counts; without the children it would not.
+    expect(afterChild!.cpuSeconds - before!.cpuSeconds).toBeGreaterThanOrEqual(0.38);
+    expect(afterOwn!.cpuSeconds - own!.cpuSeconds).toBeGreaterThanOrEqual(0.18);
   });
 
   it('reads cutime and cstime only when asked', () => {
