@@ -145,7 +145,7 @@ export function resolveOnnxBinding(
     platform: 'onnxruntime_onnx',
     backend: 'onnxruntime',
     defaultModelFilename: path.basename(spec.path),
-    ...(graphLevelOf(spec.init.graphOptimizationLevel) !== undefined ? { graphLevel: graphLevelOf(spec.init.graphOptimizationLevel) } : {}),
+    graphLevel: graphLevelOf(spec.init.graphOptimizationLevel),
     gpuExecutionAccelerators,
   };
 }

@@ -20,13 +20,11 @@ const config = (groups: string, extra = '') => `platform: "onnxruntime_onnx"\nma
 
 describe('GPU instances without a GPU', () => {
   let repo: ScratchRepository;
-  let root: string;
   let triton: Triton | undefined;
   let base: string;
 
   beforeEach(() => {
     repo = new ScratchRepository('tstriton-gpu-');
-    root = repo.root;
   });
 
   afterEach(async () => {
@@ -49,7 +47,7 @@ describe('GPU instances without a GPU', () => {
 
   /** The config JSON a repository model is served with once it loads (the server builds it the same way). */
   async function configJsonOf(name: string): Promise<Record<string, unknown>> {
-    const folder = scanRepositories([root]).folders.get(name);
+    const folder = scanRepositories([repo.root]).folders.get(name);
     if (!folder) throw new Error(`no folder ${name}`);
     const file = path.join(folder.dir, 'config.pbtxt');
     const binding = repositoryModel(folder, parseModelConfigText(folder.configText as string, file), file, false).bindings[0];
@@ -74,7 +72,7 @@ describe('GPU instances without a GPU', () => {
     });
     expect(formatModelConfigText(json)).toMatch(/execution_accelerators \{\s+gpu_execution_accelerator \{\s+name: "webgpu"\s+\}\s+\}/);
 
-    await start({ modelRepository: [root] });
+    await start({ modelRepository: [repo.root] });
     // No GPU here: WebGPU, which the accelerator forces, finds no adapter; CUDA is not tried.
     const failed = await reasonOf('on_gpu');
     expect(failed?.state).toBe('UNAVAILABLE');
@@ -95,7 +93,7 @@ describe('GPU instances without a GPU', () => {
     model('second_gpu', config('{ kind: KIND_GPU gpus: [ 1 ] }', WEBGPU));
     model('both', config('{ kind: KIND_GPU gpus: [ 0 ] }', 'optimization { execution_accelerators { gpu_execution_accelerator [ { name: "cuda" }, { name: "webgpu" } ] } }'));
     model('unknown', config('{ kind: KIND_GPU gpus: [ 0 ] }', 'optimization { execution_accelerators { gpu_execution_accelerator [ { name: "vulkan" } ] } }'));
-    await start({ modelRepository: [root] });
+    await start({ modelRepository: [repo.root] });
     const second = await reasonOf('second_gpu');
     expect(second?.state).toBe('UNAVAILABLE');
     expect(second?.reason).toContain('the WebGPU execution provider runs on the first GPU only');
@@ -107,7 +105,7 @@ describe('GPU instances without a GPU', () => {
   it('takes the server\'s gpuExecutionProvider for a KIND_GPU group that names none', async () => {
     model('plain_gpu', config('{ kind: KIND_GPU gpus: [ 0 ] }'));
     model('own_cuda', config('{ kind: KIND_GPU gpus: [ 0 ] }', 'optimization { execution_accelerators { gpu_execution_accelerator [ { name: "cuda" } ] } }'));
-    await start({ modelRepository: [root], gpuExecutionProvider: 'webgpu' });
+    await start({ modelRepository: [repo.root], gpuExecutionProvider: 'webgpu' });
     expect((await reasonOf('plain_gpu'))?.reason).toContain("the WebGPU execution provider (gpuExecutionProvider 'webgpu') cannot start");
     // The model's own accelerator wins over the server's setting.
     const own = (await reasonOf('own_cuda'))?.reason;
@@ -117,7 +115,7 @@ describe('GPU instances without a GPU', () => {
 
   it('with auto, fails a gpu:0 instance naming both providers and what each needs', async () => {
     model('auto_gpu', config('{ kind: KIND_GPU gpus: [ 0 ] }'));
-    await start({ modelRepository: [root] });
+    await start({ modelRepository: [repo.root] });
     const reason = (await reasonOf('auto_gpu'))?.reason;
     expect(reason).toContain('on gpu:0: neither GPU execution provider (CUDA, WebGPU) can start');
     expect(reason).toMatch(/CUDA: .*; it needs onnxruntime-node's CUDA provider libraries/);
