@@ -6,10 +6,13 @@ on `infer`) and over one gRPC stream (`async_stream_infer`), with integer and st
 answer must be its own sequence's running sum. The error cases get Triton's status and message, and the
 statistics show executions that held more than one sequence.
 """
+import os
 import queue
 import random
 import re
+import signal
 import threading
+import time
 import urllib.request
 
 import numpy as np
@@ -93,14 +96,23 @@ def test_grpc_stream_interleaved_sequences_get_their_running_sums(server):
     client.start_stream(callback=lambda result, error: answers.put((result, error)))
     sent = 0
     try:
-        # Round-robin: request i of every sequence before request i + 1 of any, all without waiting.
-        longest = max(len(v) for _, v in sequences)
-        for i in range(longest):
-            for sid, values in sequences:
-                if i < len(values):
-                    client.async_stream_infer(MODEL, make_input(grpcclient, values[i]), request_id=f"{sid}/{i}",
-                                              sequence_id=sid, sequence_start=i == 0, sequence_end=i == len(values) - 1)
-                    sent += 1
+        # The server is held stopped while the requests are sent, so that they wait in its socket and it reads them
+        # together when it resumes: the statistics below can then show executions that held several sequences
+        # however slowly a busy machine lets this client send (sent to a running server, each request may be done
+        # before the next one arrives).
+        os.killpg(server.proc.pid, signal.SIGSTOP)
+        try:
+            # Round-robin: request i of every sequence before request i + 1 of any, all without waiting.
+            longest = max(len(v) for _, v in sequences)
+            for i in range(longest):
+                for sid, values in sequences:
+                    if i < len(values):
+                        client.async_stream_infer(MODEL, make_input(grpcclient, values[i]), request_id=f"{sid}/{i}",
+                                                  sequence_id=sid, sequence_start=i == 0, sequence_end=i == len(values) - 1)
+                        sent += 1
+            time.sleep(2)  # time for the client's stream thread to write them out
+        finally:
+            os.killpg(server.proc.pid, signal.SIGCONT)
         got = {}
         for _ in range(sent):
             result, error = answers.get(timeout=60)
