@@ -11,8 +11,8 @@
 import { createWriteStream, mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import * as v8 from 'node:v8';
-import { Triton, tensor, type Tensor } from 'tstriton';
-import { batch } from 'tstriton/decorators';
+import { Triton } from 'tstriton';
+import { SequenceAccumulate } from '../../examples/sequence/model';
 import { runChild } from '../harness/child';
 import { ThreadInspector } from '../harness/thread-inspector';
 
@@ -45,18 +45,6 @@ export interface ThreadMemory {
 
 /** What the parent may ask. */
 export type FloodServerCall = { op: 'threads' } | { op: 'snapshot'; dir: string; label: string };
-
-class Accumulate {
-  @batch
-  infer(inputs: Record<string, Tensor>) {
-    const x = inputs.INPUT!.data as Int32Array;
-    const state = inputs.INPUT_STATE!.data as Int32Array;
-    const sum = new Int32Array(x.length);
-    for (let i = 0; i < x.length; i++) sum[i] = state[i]! + x[i]!;
-    const shape = inputs.INPUT!.shape;
-    return { OUTPUT: tensor('INT32', shape, sum), OUTPUT_STATE: tensor('INT32', shape, sum.slice()) };
-  }
-}
 
 /** Evaluated in each thread: its memory, as JSON carries it. */
 const MEMORY_PROBE = `(() => {
@@ -106,7 +94,7 @@ if (require.main === module) {
     const oldest = cfg.strategy === 'oldest';
     triton.bind({
       modelName: FLOOD_MODEL,
-      inferFunc: new Accumulate(),
+      inferFunc: new SequenceAccumulate(),
       inputs: [{ name: 'INPUT', dtype: 'INT32', shape: [1] }],
       outputs: [{ name: 'OUTPUT', dtype: 'INT32', shape: [1] }],
       config: {

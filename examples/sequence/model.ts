@@ -6,7 +6,7 @@ import { batch } from 'tstriton/decorators';
  * state: the callable reads it as `INPUT_STATE` (zeros when the sequence starts) and writes the next one as
  * `OUTPUT_STATE`; the server keeps it per sequence between requests.
  */
-class SequenceAccumulate {
+export class SequenceAccumulate {
   @batch
   infer(inputs: Record<string, Tensor>) {
     const x = inputs.INPUT!.data as Int32Array;
