@@ -1,14 +1,14 @@
 import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import type { ModelConfigJson } from '../../config/triton-model-config';
-import type { ModelShape } from '../../model/model-view';
+import type { ModelShape, ModelState } from '../../model/model-view';
 import type { ModelMetadata } from '../../protocol/model-metadata';
 import type { RegisteredRegion } from '../shared-memory';
 
 /** One model version as the core publishes it to the front-end threads. */
 export interface PublishedModel {
   readonly shape: ModelShape;
-  /** The highest version of its name: the one a request naming no version gets. */
-  readonly latest: boolean;
+  /** Its state: the threads pick the version a request gets from it as the core does (`servingVersion`). */
+  readonly state: ModelState;
   readonly ready: boolean;
   readonly configJson: ModelConfigJson;
   /** Its metadata, listing the ready versions of its name. */

@@ -76,10 +76,10 @@ export class StatePublisher {
       ready,
       models: models.map((m): PublishedModel => ({
         shape: shapeOf(m),
-        latest: repository.get(m.name) === m,
+        state: m.state,
         ready: m.ready,
         configJson: m.configJson,
-        metadata: repository.metadataOf(m.name, m.version),
+        metadata: repository.describe(m),
         chatTemplate: chatTemplateOf(m).text,
       })),
       regions,
