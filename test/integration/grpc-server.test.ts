@@ -338,7 +338,7 @@ describe('gRPC server: errors carry Triton gRPC codes', () => {
 
   const cases: [string, () => object, number, RegExp][] = [
     ['unknown model', () => fp32Request('nope', [1]), grpc.status.INVALID_ARGUMENT, /^Request for unknown model: 'nope' is not found$/],
-    ['unknown version', () => fp32Request('identity_fp32', [1], { model_version: '7' }), grpc.status.INVALID_ARGUMENT, /unknown model: 'identity_fp32' version 7/],
+    ['unknown version (NOT_FOUND, as Triton)', () => fp32Request('identity_fp32', [1], { model_version: '7' }), grpc.status.NOT_FOUND, /^Request for unknown model: 'identity_fp32' version 7 is not found$/],
     [
       'wrong datatype',
       () => ({ model_name: 'identity_fp32', inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 1] }], raw_input_contents: [raw(Int32Array.of(1))] }),
@@ -372,7 +372,6 @@ describe('gRPC server: errors carry Triton gRPC codes', () => {
     ['decoupled model', () => fp32Request('decoupled', [1]), grpc.status.UNIMPLEMENTED, /^ModelInfer RPC doesn't support models with decoupled transaction policy$/],
     ['model with no ready version', () => fp32Request('not_ready', [1]), grpc.status.NOT_FOUND, /^Request for unknown model: 'not_ready' has no available versions$/],
     ['version not at ready state', () => fp32Request('not_ready', [1], { model_version: '1' }), grpc.status.UNAVAILABLE, /^Request for unknown model: 'not_ready' version 1 is not at ready state$/],
-    ['version the model does not have', () => fp32Request('identity_fp32', [1], { model_version: '7' }), grpc.status.NOT_FOUND, /^Request for unknown model: 'identity_fp32' version 7 is not found$/],
     ['callable throws', () => fp32Request('fails', [1]), grpc.status.INTERNAL, /model exploded/],
     [
       'shared memory input from an unknown region',
