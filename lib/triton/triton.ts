@@ -145,7 +145,7 @@ export class Triton implements AsyncDisposable {
       repository: this.repository,
       repositories: this.repositories,
       inFlight: this.inFlight,
-      portTransports: () => portTransports({ core: this, repository: this.repository, config: this.config, logger: this.logger, httpServer: this.httpServer, grpc: this.grpc }),
+      portTransports: () => portTransports({ core: this, repository: this.repository, config: this.config, logger: this.logger, refusal: () => this.lifecycle.refusal(), httpServer: this.httpServer, grpc: this.grpc }),
       repositoryIndex: () => this.repositoryIndex(),
       release: async () => {
         this.repositories.removeUploads();

@@ -26,6 +26,12 @@ export interface CoreState {
   readonly revision: number;
   readonly live: boolean;
   readonly ready: boolean;
+  /**
+   * True while the core takes no inference (starting, stopping). Its entry refuses such a request before it looks
+   * the model up, so a thread then hands the request on whatever its model's state (a stopping server's models are
+   * unavailable by then): the client meets the server's refusal, not a model with no ready version.
+   */
+  readonly refusing: boolean;
   /** Every bound model version, in binding order. */
   readonly models: readonly PublishedModel[];
   /** The system shared-memory regions clients registered, each with the count of its registration. */
