@@ -124,7 +124,11 @@ describe.each([
   const httpRefusals = async (model: string, version?: string) =>
     (await Promise.all([infer(model, version), metadata(model, version), config(model, version)])).map((a) => [a.status, a.body.error]);
 
-  const each = <T>(value: T): T[] => [value, value, value];
+  /** Expects infer, metadata and config to fail with `message`: `http` over HTTP, `code` over gRPC. */
+  const refusedEverywhere = async (model: string, version: string | undefined, http: number, code: grpc.status, message: string): Promise<void> => {
+    expect(await httpRefusals(model, version)).toEqual([0, 1, 2].map(() => [http, message]));
+    expect(await grpcRefusals(model, version)).toEqual([0, 1, 2].map(() => [code, message]));
+  };
 
   /** Waits for a model version bound while the server runs to finish loading. */
   const loaded = async (handle: BoundModel): Promise<void> => {
@@ -135,15 +139,9 @@ describe.each([
     expect((await infer('m')).body.outputs?.[0]?.data).toEqual([1, 2]);
     expect((await fetch(`${base}/v2/repository/models/m/unload`, { method: 'POST' })).status).toBe(200);
 
-    const none = "Request for unknown model: 'm' has no available versions";
-    expect(await httpRefusals('m')).toEqual(each([404, none]));
-    expect(await grpcRefusals('m')).toEqual(each([grpc.status.NOT_FOUND, none]));
-    const notReady = "Request for unknown model: 'm' version 1 is not at ready state";
-    expect(await httpRefusals('m', '1')).toEqual(each([503, notReady]));
-    expect(await grpcRefusals('m', '1')).toEqual(each([grpc.status.UNAVAILABLE, notReady]));
-    const absent = "Request for unknown model: 'm' version 9 is not found";
-    expect(await httpRefusals('m', '9')).toEqual(each([404, absent]));
-    expect(await grpcRefusals('m', '9')).toEqual(each([grpc.status.NOT_FOUND, absent]));
+    await refusedEverywhere('m', undefined, 404, grpc.status.NOT_FOUND, "Request for unknown model: 'm' has no available versions");
+    await refusedEverywhere('m', '1', 503, grpc.status.UNAVAILABLE, "Request for unknown model: 'm' version 1 is not at ready state");
+    await refusedEverywhere('m', '9', 404, grpc.status.NOT_FOUND, "Request for unknown model: 'm' version 9 is not found");
 
     // The readiness endpoints keep their answers: 400 over HTTP, ready false over gRPC; statistics answer in the
     // words of Triton's.
@@ -159,18 +157,12 @@ describe.each([
   });
 
   it('answers a model whose load failed with 404 / NOT_FOUND, and a name never known with 400 / INVALID_ARGUMENT', async () => {
-    const none = "Request for unknown model: 'broken' has no available versions";
-    expect(await httpRefusals('broken')).toEqual(each([404, none]));
-    expect(await grpcRefusals('broken')).toEqual(each([grpc.status.NOT_FOUND, none]));
-    const failed = "Request for unknown model: 'broken' version 1 is not at ready state";
-    expect(await httpRefusals('broken', '1')).toEqual(each([503, failed]));
-    expect(await grpcRefusals('broken', '1')).toEqual(each([grpc.status.UNAVAILABLE, failed]));
+    await refusedEverywhere('broken', undefined, 404, grpc.status.NOT_FOUND, "Request for unknown model: 'broken' has no available versions");
+    await refusedEverywhere('broken', '1', 503, grpc.status.UNAVAILABLE, "Request for unknown model: 'broken' version 1 is not at ready state");
     expect(await ready('broken')).toBe(400);
 
-    const unknown = "Request for unknown model: 'nope' is not found";
-    expect(await httpRefusals('nope')).toEqual(each([400, unknown]));
-    expect(await httpRefusals('nope', '1')).toEqual(each([400, unknown]));
-    expect(await grpcRefusals('nope')).toEqual(each([grpc.status.INVALID_ARGUMENT, unknown]));
+    await refusedEverywhere('nope', undefined, 400, grpc.status.INVALID_ARGUMENT, "Request for unknown model: 'nope' is not found");
+    await refusedEverywhere('nope', '1', 400, grpc.status.INVALID_ARGUMENT, "Request for unknown model: 'nope' is not found");
     expect(await ready('nope')).toBe(400);
   });
 
@@ -183,9 +175,7 @@ describe.each([
     const served = await call<{ raw_output_contents: Uint8Array[] }>('ModelInfer', grpcInfer('m'));
     expect(Buffer.from(served.raw_output_contents[0] as Uint8Array).equals(Buffer.from(Float32Array.of(1, 2).buffer))).toBe(true);
     expect(await metadata('m')).toEqual({ status: 200, body: expect.objectContaining({ name: 'm', versions: ['1'] }) });
-    const loading = "Request for unknown model: 'm' version 2 is not at ready state";
-    expect(await httpRefusals('m', '2')).toEqual(each([503, loading]));
-    expect(await grpcRefusals('m', '2')).toEqual(each([grpc.status.UNAVAILABLE, loading]));
+    await refusedEverywhere('m', '2', 503, grpc.status.UNAVAILABLE, "Request for unknown model: 'm' version 2 is not at ready state");
     expect(await ready('m', '2')).toBe(400);
 
     second.letLoad();
