@@ -56,7 +56,7 @@ export const ERROR_CODES = {
   MODEL_NOT_READY: {
     http: 400,
     grpc: GrpcStatus.UNAVAILABLE,
-    when: 'The model version is loaded but cannot run requests now: no instance is in service (failed and backing off, or failed for good), or it stopped after the request found it.',
+    when: 'The model version is loaded but cannot run requests now: no instance is in service (failed and backing off, or failed for good).',
   },
   NOT_FOUND: {
     http: 404,
