@@ -41,12 +41,22 @@ export const ERROR_CODES = {
   MODEL_NOT_FOUND: {
     http: 400,
     grpc: GrpcStatus.INVALID_ARGUMENT,
-    when: 'The request names a model or version that is not bound (Triton answers 400, not 404).',
+    when: 'The request names a model the server does not know (Triton answers 400, not 404).',
+  },
+  MODEL_VERSION_NOT_FOUND: {
+    http: 404,
+    grpc: GrpcStatus.NOT_FOUND,
+    when: 'The model is known but has no ready version to serve a request that names none (unloaded, failed to load, or still loading), or it has no version of the number the request names.',
+  },
+  MODEL_VERSION_NOT_READY: {
+    http: 503,
+    grpc: GrpcStatus.UNAVAILABLE,
+    when: 'The request names a version of the model that exists but is not ready (unloaded, failed to load, or still loading).',
   },
   MODEL_NOT_READY: {
     http: 400,
     grpc: GrpcStatus.UNAVAILABLE,
-    when: 'The model exists but is not ready (loading, warming up, or stopping).',
+    when: 'The model version is loaded but cannot run requests now: no instance is in service (failed and backing off, or failed for good).',
   },
   NOT_FOUND: {
     http: 404,
@@ -172,7 +182,10 @@ interface MessageKind {
 export const MESSAGES = {
   methodNotAllowed: { code: 'METHOD_NOT_ALLOWED', text: 'Method Not Allowed' },
   notFound: { code: 'NOT_FOUND', text: 'Not Found' },
-  unknownModel: { code: 'MODEL_NOT_FOUND', text: "Request for unknown model: '{model}'{version} is not found" },
+  unknownModel: { code: 'MODEL_NOT_FOUND', text: "Request for unknown model: '{model}' is not found" },
+  noReadyVersion: { code: 'MODEL_VERSION_NOT_FOUND', text: "Request for unknown model: '{model}' has no available versions" },
+  unknownVersion: { code: 'MODEL_VERSION_NOT_FOUND', text: "Request for unknown model: '{model}' version {version} is not found" },
+  versionUnavailable: { code: 'MODEL_VERSION_NOT_READY', text: "Request for unknown model: '{model}' version {version} is not at ready state" },
   modelNotReady: { code: 'MODEL_NOT_READY', text: "Request for unavailable model: '{model}' is not ready{why}" },
   versionNotReady: { code: 'MODEL_NOT_READY', text: 'Model version not ready' },
   headerSize: { code: 'INVALID_ARGUMENT', text: 'inference header size should be in range (0, {bodyLength}), got: {got}' },

@@ -90,8 +90,12 @@ const DEFAULT_TIMEOUT_SECONDS = 60;
 const FIRST_POLL_MS = 50;
 const MAX_POLL_MS = 1000;
 
-/** A server's answer for a model it does not know at all (Triton's wording; a model with no ready version says otherwise). */
-const UNKNOWN_MODEL = /^Request for unknown model: .* is not found$/;
+/**
+ * A server's answer for a model name it does not know at all (Triton's wording). A known model with no ready
+ * version ("has no available versions"), a version not at ready state, and a version it does not have ("version N
+ * is not found": a load may still add it) say otherwise, and are waited for.
+ */
+const UNKNOWN_MODEL = /^Request for unknown model: '.*' is not found$/;
 /** Errors that end a wait at once: the server's final answer. */
 const FINAL = new WeakSet<ClientError>();
 
@@ -132,7 +136,8 @@ export class ModelClient {
   /**
    * Resolves once the model reports ready; fails with DEADLINE_EXCEEDED after the timeout. A model the server
    * does not know at all (`Request for unknown model: '<m>' is not found`) fails at once with the server's error:
-   * only a model that exists but is not ready yet (loading, unavailable) is waited for.
+   * a model that exists but has no ready version yet (loading, unloaded, failed to load), or lacks the version
+   * asked for, is waited for.
    */
   waitForModel(options: WaitOptions = {}): Promise<void> {
     return this.waitUntil(

@@ -35,7 +35,8 @@ export function planEnsemble(
     if (step.modelName === name) fail(`${label} is the ensemble itself`);
     let model;
     try {
-      model = repository.get(step.modelName, step.modelVersion === undefined ? undefined : String(step.modelVersion));
+      // Its tensors, whatever its state: a step bound before the server starts is still loading.
+      model = repository.find(step.modelName, step.modelVersion === undefined ? undefined : String(step.modelVersion));
     } catch {
       // Bound in code or loaded from a repository, a step model must be there (and loaded) before its ensemble.
       const which = `'${step.modelName}'${step.modelVersion === undefined ? '' : ` version ${step.modelVersion}`}`;

@@ -1,12 +1,11 @@
-import { TritonError, tritonError } from '../base/errors';
+import { TritonError } from '../base/errors';
 import type { ModelMetadata } from '../protocol/model-metadata';
 import type { Model } from './model';
+import { describedVersion, servingVersion } from './serving-version';
 
 /** Bound models by name and version. */
 export class ModelRepository {
   private readonly models = new Map<string, Map<string, Model>>();
-  /** The highest version of each name, kept as versions come and go (a request naming no version gets it). */
-  private readonly latest = new Map<string, Model>();
   private readonly listeners: (() => void)[] = [];
   private readonly readinessListeners: (() => void)[] = [];
 
@@ -28,12 +27,7 @@ export class ModelRepository {
     for (const l of this.readinessListeners) l();
   }
 
-  private changed(name: string): void {
-    const versions = this.models.get(name);
-    let highest: Model | undefined;
-    for (const m of versions?.values() ?? []) if (!highest || Number(m.version) > Number(highest.version)) highest = m;
-    if (highest) this.latest.set(name, highest);
-    else this.latest.delete(name);
+  private changed(): void {
     for (const l of this.listeners) l();
   }
 
@@ -46,7 +40,7 @@ export class ModelRepository {
     }
     versions.set(model.version, model);
     model.onReadinessChange(() => this.readinessChanged());
-    this.changed(model.name);
+    this.changed();
   }
 
   /** Puts `model` in the place of the model with its name and version (a model loaded again). */
@@ -55,7 +49,7 @@ export class ModelRepository {
     if (!versions?.has(model.version)) throw new TritonError('INTERNAL', `model '${model.name}' version ${model.version} is not bound`);
     versions.set(model.version, model);
     model.onReadinessChange(() => this.readinessChanged());
-    this.changed(model.name);
+    this.changed();
   }
 
   /**
@@ -67,16 +61,23 @@ export class ModelRepository {
     if (versions?.get(model.version) !== model) return;
     versions.delete(model.version);
     if (versions.size === 0) this.models.delete(model.name);
-    this.changed(model.name);
+    this.changed();
   }
 
   /**
-   * The metadata of a model version (the highest when none is given), listing every version of the name that
-   * is ready, as Triton's model metadata does.
+   * The metadata of the model version `get` finds, listing every version of the name that is ready, as Triton's
+   * model metadata does.
    */
   metadataOf(name: string, version?: string): ModelMetadata {
-    const model = this.get(name, version);
-    const ready = this.versionsOf(name)
+    return this.describe(this.get(name, version));
+  }
+
+  /**
+   * The metadata of `model` whatever its state, listing the ready versions of its name (its own when none is:
+   * what the front-end threads are given of a version that is not ready).
+   */
+  describe(model: Model): ModelMetadata {
+    const ready = this.versionsOf(model.name)
       .filter((m) => m.state === 'READY')
       .map((m) => m.version)
       .sort((a, b) => Number(a) - Number(b));
@@ -94,18 +95,19 @@ export class ModelRepository {
   }
 
   /**
-   * The model for a name and optional version (the highest version when none is given); throws Triton's
-   * "unknown model" error otherwise.
+   * The model version that serves a request for a name and optional version: the one named, or the highest ready
+   * one; Triton's errors otherwise (`servingVersion`).
    */
   get(name: string, version?: string): Model {
-    if (version === undefined || version === '') {
-      const latest = this.latest.get(name);
-      if (latest) return latest;
-    }
-    const model = version ? this.models.get(name)?.get(version) : undefined;
-    if (model) return model;
-    const which = version ? ` version ${version}` : '';
-    throw tritonError('unknownModel', { model: name, version: which });
+    return servingVersion(name, version, this.models.get(name)?.values() ?? []);
+  }
+
+  /**
+   * The model version that describes a name and optional version whatever its state (the highest when none is
+   * given): an ensemble's step, a model's reference page (`describedVersion`, which says what it throws).
+   */
+  find(name: string, version?: string): Model {
+    return describedVersion(name, version, this.models.get(name)?.values() ?? []);
   }
 
   /** Every bound model, in binding order. */

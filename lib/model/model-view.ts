@@ -2,6 +2,9 @@ import type { ModelConfigJson } from '../config/triton-model-config';
 import type { ModelMetadata } from '../protocol/model-metadata';
 import type { NamedTensorSpec } from '../config/tensor-spec';
 
+/** Where a model version is in its life, as the repository index reports it. */
+export type ModelState = 'LOADING' | 'READY' | 'UNLOADING' | 'UNAVAILABLE';
+
 /**
  * What a transport may know of a model: its name, version and tensor specs (to decode a request and encode its
  * response), the two config facts that shape the wire (batching, decoupled), and what the metadata, config and
@@ -13,6 +16,9 @@ export interface ModelView {
   readonly inputs: readonly NamedTensorSpec[];
   readonly outputs: readonly NamedTensorSpec[];
   readonly config: { readonly effectiveMaxBatchSize: number; readonly decoupled: boolean };
+  /** Its state: only a version at `READY` serves requests (`servingVersion`). */
+  readonly state: ModelState;
+  /** At `READY`, and able to run requests now (an instance in service). */
   readonly ready: boolean;
   readonly configJson: ModelConfigJson;
   readonly metadata: ModelMetadata;
@@ -29,10 +35,15 @@ export function shapeOf(model: ModelView): ModelShape {
 
 /** The models as a transport finds them (the server's `ModelRepository`, or a front-end thread's view of it). */
 export interface ModelLookup {
-  /** The model of a name and version (the highest when none is given); MODEL_NOT_FOUND otherwise. */
+  /**
+   * The model version that serves a request naming this name and version: the one named, or the highest ready
+   * one (`servingVersion`, which says what it throws otherwise).
+   */
   get(name: string, version?: string): ModelView;
+  /** The model version that describes a name and version whatever its state (`describedVersion`). */
+  find(name: string, version?: string): ModelView;
   has(name: string): boolean;
   all(): readonly ModelView[];
-  /** The metadata of a model version, listing every ready version of its name. */
+  /** The metadata of the model version `get` finds, listing every ready version of its name. */
   metadataOf(name: string, version?: string): ModelMetadata;
 }

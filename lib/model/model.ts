@@ -19,8 +19,9 @@ import { RequestValidator } from './request-validation';
 import { ResponseValidator } from './response-validation';
 import type { Tracer } from '../tracing/trace';
 
-/** Model states, as the repository index reports them. */
-export type ModelState = 'LOADING' | 'READY' | 'UNLOADING' | 'UNAVAILABLE';
+import type { ModelState } from './model-view';
+
+export type { ModelState };
 
 /** Everything a Model is built from. */
 export interface ModelInit {

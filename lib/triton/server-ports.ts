@@ -21,7 +21,7 @@ export interface PortServers extends FrontEndHost {
  * thread count stays at one (and an explicit one above one is refused).
  */
 export function portTransports(servers: PortServers): Transport[] {
-  const { config, logger, httpServer, grpc, core } = servers;
+  const { config, logger, httpServer, grpc, core, refusal } = servers;
   const openai = config.openai && config.openaiPort >= 0;
   let threads = config.allowHttp || config.allowGrpc || openai ? frontEndThreadCount(config) : 1;
   if (threads > 1 && httpServer.router.stack.length > 0) {
@@ -35,7 +35,7 @@ export function portTransports(servers: PortServers): Transport[] {
     logger.warn({ httpThreadCount: threads, node: process.versions.node, platform: process.platform }, 'this platform cannot listen on one port from several threads (reusePort): the core thread serves the ports');
     threads = 1;
   }
-  if (threads > 1) return new FrontEnds({ core, repository: servers.repository, config, logger }, threads).transports();
+  if (threads > 1) return new FrontEnds({ core, repository: servers.repository, config, logger, refusal }, threads).transports();
   const transports: Transport[] = [];
   if (config.allowHttp) {
     transports.push({

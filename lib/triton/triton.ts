@@ -1,12 +1,13 @@
 import { TritonConfig, type TritonConfigInit } from '../config/triton-config';
 import { validateOrThrow } from '../config/validate';
-import { TritonError, serverStopping } from '../base/errors';
+import { TritonError, serverStopping, tritonError } from '../base/errors';
 import { BlsRouter } from '../bls/bls-router';
 import { InFlight } from '../base/in-flight';
 import { createLogger, type Logger } from '../logging/logger';
 import { parseBackendConfig } from '../config/backend-config';
 import type { InferenceRequest, InferenceResponse } from '../model/inference';
 import type { BoundModel } from '../model/bound-model';
+import type { Model } from '../model/model';
 import { boundModel } from '../model/model-handle';
 import { buildModel, checkBinding, type BuildContext } from '../model/model-builder';
 import type { BindOptions } from '../model/bind-options';
@@ -144,7 +145,7 @@ export class Triton implements AsyncDisposable {
       repository: this.repository,
       repositories: this.repositories,
       inFlight: this.inFlight,
-      portTransports: () => portTransports({ core: this, repository: this.repository, config: this.config, logger: this.logger, httpServer: this.httpServer, grpc: this.grpc }),
+      portTransports: () => portTransports({ core: this, repository: this.repository, config: this.config, logger: this.logger, refusal: () => this.lifecycle.refusal(), httpServer: this.httpServer, grpc: this.grpc }),
       repositoryIndex: () => this.repositoryIndex(),
       release: async () => {
         this.repositories.removeUploads();
@@ -302,11 +303,22 @@ export class Triton implements AsyncDisposable {
 
   /** @internal */
   modelStatistics(name?: string, version?: string): Record<string, unknown>[] {
-    const models = name ? [this.repository.get(name, version)] : this.repository.all().filter((m) => m.ready);
-    for (const m of models) {
-      if (m.state !== 'READY') throw new TritonError('MODEL_NOT_FOUND', `requested model '${m.name}' is not available`);
-    }
+    const models = name ? [this.statisticsOf(name, version)] : this.repository.all().filter((m) => m.ready);
     return models.map((m) => m.statistics.toJson(m.name, m.version));
+  }
+
+  /** The ready model version whose statistics a request names, refused in the words of Triton's statistics. */
+  private statisticsOf(name: string, version?: string): Model {
+    const ready = this.repository.versionsOf(name).filter((m) => m.state === 'READY');
+    // A name never known keeps the lookup's answer; a known one with nothing ready is Triton's "not available".
+    if (ready.length === 0) {
+      if (!this.repository.has(name)) throw tritonError('unknownModel', { model: name });
+      throw new TritonError('MODEL_NOT_FOUND', `requested model '${name}' is not available`);
+    }
+    if (!version) return this.repository.get(name);
+    const model = ready.find((m) => m.version === version);
+    if (model === undefined) throw new TritonError('MODEL_NOT_FOUND', `requested model version is not available for model '${name}'`);
+    return model;
   }
 
   /**

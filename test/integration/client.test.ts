@@ -103,8 +103,8 @@ afterEach(async () => {
 
 /** The status each protocol answers with, for one error-table code. */
 const STATUS = {
-  http: { invalid: 400, notReady: 400 },
-  grpc: { invalid: grpc.status.INVALID_ARGUMENT, notReady: grpc.status.UNAVAILABLE },
+  http: { invalid: 400, notReady: 404 },
+  grpc: { invalid: grpc.status.INVALID_ARGUMENT, notReady: grpc.status.NOT_FOUND },
 } as const;
 
 describe.each(['http', 'grpc'] as const)('ModelClient over %s', (protocol) => {
@@ -151,7 +151,7 @@ describe.each(['http', 'grpc'] as const)('ModelClient over %s', (protocol) => {
     const err = await failure(c.waitForModel({ timeoutSeconds: 0.3 }));
     expect(err.code).toBe('DEADLINE_EXCEEDED');
     const waiting = c.waitForModel({ timeoutSeconds: 10 });
-    triton.repository.get('not_ready').state = 'READY';
+    triton.repository.find('not_ready').state = 'READY';
     await expect(waiting).resolves.toBeUndefined();
   });
 
@@ -174,7 +174,7 @@ describe.each(['http', 'grpc'] as const)('ModelClient over %s', (protocol) => {
   it("reports the server's status for a model that is not ready when not waiting for it", async () => {
     const err = await failure(client(protocol, 'not_ready', { ensureModelIsReady: false }).inferSample({ INPUT0: Float32Array.of(1) }));
     expect(err.status).toBe(STATUS[protocol].notReady);
-    expect(err.message).toMatch(/'not_ready' is not ready/);
+    expect(err.message).toBe("Request for unknown model: 'not_ready' has no available versions");
   });
 
   it("reports the server's status and message for an unknown model and a bad request", async () => {

@@ -301,8 +301,8 @@ describe(`a server on ${THREADS} front-end threads`, () => {
         range(CONNECTIONS).map(async () => {
           expect((await once(port, 'GET', '/v2/models/ctl/ready')).status).toBe(400);
           const refused = await once(port, 'POST', '/v2/models/ctl/infer', inferBody([1]));
-          expect(refused.status).toBe(400);
-          expect(json<InferBody>(refused).error).toMatch(/'ctl' is not ready/);
+          expect(refused.status).toBe(404);
+          expect(json<InferBody>(refused).error).toBe("Request for unknown model: 'ctl' has no available versions");
         }),
       ),
     );

@@ -338,7 +338,7 @@ describe('gRPC server: errors carry Triton gRPC codes', () => {
 
   const cases: [string, () => object, number, RegExp][] = [
     ['unknown model', () => fp32Request('nope', [1]), grpc.status.INVALID_ARGUMENT, /^Request for unknown model: 'nope' is not found$/],
-    ['unknown version', () => fp32Request('identity_fp32', [1], { model_version: '7' }), grpc.status.INVALID_ARGUMENT, /unknown model: 'identity_fp32' version 7/],
+    ['unknown version (NOT_FOUND, as Triton)', () => fp32Request('identity_fp32', [1], { model_version: '7' }), grpc.status.NOT_FOUND, /^Request for unknown model: 'identity_fp32' version 7 is not found$/],
     [
       'wrong datatype',
       () => ({ model_name: 'identity_fp32', inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 1] }], raw_input_contents: [raw(Int32Array.of(1))] }),
@@ -370,7 +370,8 @@ describe('gRPC server: errors carry Triton gRPC codes', () => {
     ['batch too large', () => fp32Request('identity_fp32', [1], { inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [9, 0] }], raw_input_contents: [Buffer.alloc(0)] }), grpc.status.INVALID_ARGUMENT, /batch-size must be <= 8/],
     ['reserved triton_ parameter', () => fp32Request('identity_fp32', [1], { parameters: { triton_x: { bool_param: true } } }), grpc.status.INVALID_ARGUMENT, /reserved for Triton usage/],
     ['decoupled model', () => fp32Request('decoupled', [1]), grpc.status.UNIMPLEMENTED, /^ModelInfer RPC doesn't support models with decoupled transaction policy$/],
-    ['model not ready', () => fp32Request('not_ready', [1]), grpc.status.UNAVAILABLE, /'not_ready' is not ready/],
+    ['model with no ready version', () => fp32Request('not_ready', [1]), grpc.status.NOT_FOUND, /^Request for unknown model: 'not_ready' has no available versions$/],
+    ['version not at ready state', () => fp32Request('not_ready', [1], { model_version: '1' }), grpc.status.UNAVAILABLE, /^Request for unknown model: 'not_ready' version 1 is not at ready state$/],
     ['callable throws', () => fp32Request('fails', [1]), grpc.status.INTERNAL, /model exploded/],
     [
       'shared memory input from an unknown region',
@@ -481,7 +482,7 @@ describe('gRPC health and shutdown', () => {
   it('answers SERVING when ready and NOT_SERVING when a model is not ready (strict readiness)', async () => {
     await start({ strictReadiness: true });
     expect(await client.health()).toEqual({ status: 'NOT_SERVING' });
-    triton.repository.get('not_ready').state = 'READY';
+    triton.repository.find('not_ready').state = 'READY';
     expect(await client.health()).toEqual({ status: 'SERVING' });
   });
 

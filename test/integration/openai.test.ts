@@ -252,7 +252,7 @@ describe('OpenAI-compatible API', () => {
       outputs: [{ name: 'text_output', dtype: 'BYTES', shape: [1] }],
       config: { batching: false },
     });
-    await until(() => triton.repository.get('narrow').ready);
+    await until(() => triton.repository.find('narrow').ready);
     for (const field of ['max_tokens', 'max_completion_tokens']) {
       const res = await fetch(`${base}/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'narrow', messages, [field]: 1000 }) });
       expect([field, res.status]).toEqual([field, 400]);
@@ -315,7 +315,7 @@ describe('OpenAI-compatible API', () => {
       ],
       config: { batching: false },
     });
-    await until(() => triton.repository.get('counted_embed').ready);
+    await until(() => triton.repository.find('counted_embed').ready);
     const result = await client.embeddings.create({ model: 'counted_embed', input: ['one two', 'three'], encoding_format: 'float' });
     expect(result.data.map((d) => d.embedding)).toEqual([[2, 0.5], [1, 0.5]]);
     expect(result.usage).toEqual({ prompt_tokens: 3, total_tokens: 3 });

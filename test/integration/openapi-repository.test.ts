@@ -73,8 +73,9 @@ describe('OpenAPI documents of a model repository, on front-end threads', () => 
 
     expect(String((await document('/v2/docs/dataplane.json')).info.description)).toContain('- [other](/v2/models/other/docs) (version 1): ');
     expect((await document('/v2/models/other/docs/dataplane.json'))['x-triton-model']).toEqual(expect.objectContaining({ ready: true }));
-    // Unloaded, a model is still described as the metadata endpoint still describes it, marked not ready.
+    // Unloaded, a model is still described, marked not ready, while its metadata endpoint answers Triton's 404.
     expect((await post('/v2/repository/models/other/unload')).status).toBe(200);
+    expect((await fetch(`${base}/v2/models/other`)).status).toBe(404);
     expect(String((await document('/v2/docs/dataplane.json')).info.description)).toContain('- [other](/v2/models/other/docs) (version 1, not ready): ');
     const unloaded = await document('/v2/models/other/docs/dataplane.json');
     expect(unloaded['x-triton-model']).toEqual(expect.objectContaining({ ready: false }));

@@ -233,7 +233,7 @@ describe('BLS', () => {
             Promise.all(requests.map(async (r) => ({ OUT: (await r.infer!({ modelName: 'absent', inputs: { x: r.inputs.IN! }, url: `http://127.0.0.1:${remote.ports.http}` })).y! }))),
           ...io,
         });
-        while (!triton.repository.get('proxy_missing').ready) await new Promise((res) => setImmediate(res));
+        while (!triton.repository.find('proxy_missing').ready) await new Promise((res) => setImmediate(res));
         return post(triton, 'proxy_missing', [1]);
       })();
       expect(missing.status).toBe(400);

@@ -75,8 +75,8 @@ describe('model repository extension', () => {
     expect((await stateOf('pipeline'))?.state).toBe('UNAVAILABLE');
     expect(doubler.finalized).toBe(1);
     const refused = await infer('double');
-    expect(refused.status).toBe(400);
-    expect(((await refused.json()) as { error: string }).error).toMatch(/'double' is not ready/);
+    expect(refused.status).toBe(404);
+    expect(((await refused.json()) as { error: string }).error).toBe("Request for unknown model: 'double' has no available versions");
     expect((await fetch(`${base}/v2/models/double/ready`)).status).toBe(400);
     expect((await fetch(`${base}/v2/health/ready`)).status).toBe(200);
 
@@ -101,7 +101,7 @@ describe('model repository extension', () => {
     };
     const before = await threadOf();
     await post('/v2/repository/models/worker_echo/unload');
-    expect((await infer('worker_echo')).status).toBe(400);
+    expect((await infer('worker_echo')).status).toBe(404);
     await post('/v2/repository/models/worker_echo/load');
     const after = await threadOf();
     expect(typeof before).toBe('number');
@@ -115,7 +115,7 @@ describe('model repository extension', () => {
     const unloading = post('/v2/repository/models/double/unload');
     await new Promise((r) => setTimeout(r, 50));
     expect((await stateOf('double'))?.state).toBe('UNLOADING');
-    expect((await infer('double')).status).toBe(400);
+    expect((await infer('double')).status).toBe(404);
     expect((await inFlight).status).toBe(200);
     expect((await unloading).status).toBe(200);
     expect((await stateOf('double'))?.state).toBe('UNAVAILABLE');

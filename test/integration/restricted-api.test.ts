@@ -104,7 +104,7 @@ describe('restricted APIs over HTTP', () => {
   it('lets an unload with the header through', async () => {
     const res = await http('/v2/repository/models/double/unload', { body: {}, headers: { 'Admin-Key': 'secret' } });
     expect(res.status).toBe(200);
-    expect(triton.repository.get('double').unloaded).toBe(true);
+    expect(triton.repository.find('double').unloaded).toBe(true);
   });
 
   it('guards every route of a group, whatever the case of the path, and leaves other groups open', async () => {
@@ -179,7 +179,7 @@ describe('restricted protocols over gRPC', () => {
     expect((await rpc('ServerMetadata', {})).err).toBeUndefined();
     const { err } = await rpc('RepositoryModelUnload', { model_name: 'double' }, { 'triton-grpc-protocol-admin-key': 'secret' });
     expect(err).toBeUndefined();
-    expect(triton.repository.get('double').unloaded).toBe(true);
+    expect(triton.repository.find('double').unloaded).toBe(true);
   });
 
   it('ends a restricted stream with UNAVAILABLE before reading it', async () => {

@@ -97,6 +97,6 @@ describe('statistics and metrics', () => {
       throw new Error('weights missing');
     }, [{ name: 'w', inputs: { x: { dtype: 'FP32', dims: [2] } } }]);
     await expect(triton.run()).rejects.toThrow("failed to load model 'm': weights missing");
-    expect(triton.repository.get('m').state).toBe('UNAVAILABLE');
+    expect(triton.repository.find('m').state).toBe('UNAVAILABLE');
   });
 });

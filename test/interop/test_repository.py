@@ -1,5 +1,6 @@
 """Model repository extension interop: `tritonclient` (HTTP and gRPC) lists the example server's models,
-unloads one (and the ensemble that calls it, with unload_dependents) and loads them back. A server of its own,
+unloads one (and the ensemble that calls it, with unload_dependents), meets Triton's errors for it while it is
+unloaded, and loads them back. A server of its own,
 so that the other tests keep their models.
 """
 import numpy as np
@@ -16,6 +17,12 @@ def repo_server():
     running = start_server(env={"TSTRITON_MODEL_CONTROL_MODE": "explicit"})
     yield running
     stop_server(running)
+
+
+# The status tritonclient's InferenceServerException reports: the HTTP status, or the gRPC status code's name.
+NOT_FOUND = {"http": "404", "grpc": "StatusCode.NOT_FOUND"}
+UNAVAILABLE = {"http": "503", "grpc": "StatusCode.UNAVAILABLE"}
+INVALID = {"http": "400", "grpc": "StatusCode.INVALID_ARGUMENT"}
 
 
 def client_for(protocol, server):
@@ -52,8 +59,21 @@ def test_unload_and_load_back(repo_server, protocol):
     assert client.is_server_ready()  # an unloaded model does not make the server unready
     entry = index_of(protocol, client)["add_sub"]
     assert entry["state"] == "UNAVAILABLE" and entry["reason"] == "unloaded"
-    with pytest.raises(InferenceServerException, match="not ready"):
-        add_sub(module, client)
+    # As Triton: a known model with no ready version is NOT_FOUND, for inference, metadata and config alike.
+    none = "Request for unknown model: 'add_sub' has no available versions"
+    for call in (lambda: add_sub(module, client), lambda: client.get_model_metadata("add_sub"),
+                 lambda: client.get_model_config("add_sub")):
+        with pytest.raises(InferenceServerException) as refused:
+            call()
+        assert (refused.value.status(), refused.value.message()) == (NOT_FOUND[protocol], none)
+    with pytest.raises(InferenceServerException) as refused:
+        client.get_model_metadata("add_sub", model_version="1")
+    assert (refused.value.status(), refused.value.message()) == (
+        UNAVAILABLE[protocol], "Request for unknown model: 'add_sub' version 1 is not at ready state")
+    with pytest.raises(InferenceServerException) as refused:
+        client.get_model_metadata("never_bound")
+    assert (refused.value.status(), refused.value.message()) == (
+        INVALID[protocol], "Request for unknown model: 'never_bound' is not found")
 
     client.load_model("add_sub")
     assert client.is_model_ready("add_sub")

@@ -1,6 +1,7 @@
-import { TritonError, tritonError } from '../../base/errors';
+import { TritonError } from '../../base/errors';
 import { attachChatTemplate, compileChatTemplate, type CompiledChatTemplate } from '../../model/chat-template';
 import type { ModelLookup, ModelView } from '../../model/model-view';
+import { describedVersion, servingVersion } from '../../model/serving-version';
 import type { ModelMetadata } from '../../protocol/model-metadata';
 import { regionStatus, SharedMemoryManager, type RegionStatus, type RegisteredRegion, type ShmTarget } from '../shared-memory';
 import type { CoreState, PublishedModel, PublishedState } from './core-state';
@@ -14,19 +15,19 @@ export type CoreCall = <T>(method: string, ...args: unknown[]) => Promise<T>;
  * whatever caused it.
  */
 export class RemoteModels implements ModelLookup {
-  /** The views of the state they were made for: built once per state, when first read. */
-  private views = new Map<string, ModelView>();
+  /** The views of the state they were made for, every version of each name: built once per state, when first read. */
+  private views = new Map<string, ModelView[]>();
   private viewsOf: CoreState | undefined;
 
   constructor(private readonly published: PublishedState) {}
 
-  /** The model of a name and version (the latest when none is given), or MODEL_NOT_FOUND. */
+  /** The model version that serves a request for a name and version, picked as the core picks it (ModelRepository.get). */
   get(name: string, version?: string): ModelView {
-    const views = this.fresh();
-    const view = version ? views.get(`${name}\0${version}`) : views.get(name);
-    // The core's words (ModelRepository.get).
-    if (view === undefined) throw tritonError('unknownModel', { model: name, version: version ? ` version ${version}` : '' });
-    return view;
+    return servingVersion(name, version, this.fresh().get(name) ?? []);
+  }
+
+  find(name: string, version?: string): ModelView {
+    return describedVersion(name, version, this.fresh().get(name) ?? []);
   }
 
   has(name: string): boolean {
@@ -36,22 +37,22 @@ export class RemoteModels implements ModelLookup {
   all(): readonly ModelView[] {
     const state = this.published.current;
     const views = this.fresh();
-    return state.models.map((m) => views.get(`${m.shape.name}\0${m.shape.version}`) as ModelView);
+    return state.models.map((m) => (views.get(m.shape.name) as ModelView[]).find((v) => v.version === m.shape.version) as ModelView);
   }
 
   metadataOf(name: string, version?: string): ModelMetadata {
     return this.get(name, version).metadata;
   }
 
-  /** The views of the current state: by name (the latest version) and by name and version. */
-  private fresh(): Map<string, ModelView> {
+  /** The views of the current state, by name. */
+  private fresh(): Map<string, ModelView[]> {
     const state = this.published.current;
     if (state === this.viewsOf) return this.views;
-    const views = new Map<string, ModelView>();
+    const views = new Map<string, ModelView[]>();
     for (const m of state.models) {
-      const view = viewOf(m);
-      views.set(`${m.shape.name}\0${m.shape.version}`, view);
-      if (m.latest) views.set(m.shape.name, view);
+      const versions = views.get(m.shape.name);
+      if (versions === undefined) views.set(m.shape.name, [viewOf(m)]);
+      else versions.push(viewOf(m));
     }
     this.views = views;
     this.viewsOf = state;
@@ -69,7 +70,7 @@ const APPLIED_IN_CORE: CompiledChatTemplate = () => {
 
 /** A published model as the transports read a model. */
 function viewOf(m: PublishedModel): ModelView {
-  const view: ModelView = { ...m.shape, ready: m.ready, configJson: m.configJson, metadata: m.metadata };
+  const view: ModelView = { ...m.shape, state: m.state, ready: m.ready, configJson: m.configJson, metadata: m.metadata };
   return attachChatTemplate(view, m.chatTemplate === undefined ? APPLIED_IN_CORE : compileChatTemplate(m.chatTemplate, m.shape.name));
 }
 

@@ -1,14 +1,14 @@
 import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import type { ModelConfigJson } from '../../config/triton-model-config';
-import type { ModelShape } from '../../model/model-view';
+import type { ModelShape, ModelState } from '../../model/model-view';
 import type { ModelMetadata } from '../../protocol/model-metadata';
 import type { RegisteredRegion } from '../shared-memory';
 
 /** One model version as the core publishes it to the front-end threads. */
 export interface PublishedModel {
   readonly shape: ModelShape;
-  /** The highest version of its name: the one a request naming no version gets. */
-  readonly latest: boolean;
+  /** Its state: the threads pick the version a request gets from it as the core does (`servingVersion`). */
+  readonly state: ModelState;
   readonly ready: boolean;
   readonly configJson: ModelConfigJson;
   /** Its metadata, listing the ready versions of its name. */
@@ -26,6 +26,12 @@ export interface CoreState {
   readonly revision: number;
   readonly live: boolean;
   readonly ready: boolean;
+  /**
+   * True while the core takes no inference (starting, stopping). Its entry refuses such a request before it looks
+   * the model up, so a thread then hands the request on whatever its model's state (a stopping server's models are
+   * unavailable by then): the client meets the server's refusal, not a model with no ready version.
+   */
+  readonly refusing: boolean;
   /** Every bound model version, in binding order. */
   readonly models: readonly PublishedModel[];
   /** The system shared-memory regions clients registered, each with the count of its registration. */

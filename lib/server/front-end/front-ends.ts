@@ -157,6 +157,8 @@ class FrontEndThread {
 export interface FrontEndHost {
   readonly core: ServerCore;
   readonly repository: ModelRepository;
+  /** Why the core takes no inference now (starting, stopping); undefined while it runs. */
+  readonly refusal: () => TritonError | undefined;
   readonly config: TritonConfig;
   readonly logger: Logger;
 }

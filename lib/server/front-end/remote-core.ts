@@ -170,7 +170,9 @@ export class RemoteCore implements ServerCore {
   inferAsync(call: InferCall, sink: ResponseSink): Promise<void> {
     let request: InferenceRequest;
     try {
-      request = decodeFor(call, this.repository.get(call.modelName, call.modelVersion));
+      // A core that refuses inference (starting, stopping) answers the request itself, before any lookup.
+      const model = this.published.current.refusing ? this.repository.find(call.modelName, call.modelVersion) : this.repository.get(call.modelName, call.modelVersion);
+      request = decodeFor(call, model);
     } catch (err) {
       return Promise.reject(err);
     }

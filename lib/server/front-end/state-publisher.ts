@@ -2,6 +2,7 @@ import type { MessagePort } from 'node:worker_threads';
 import { chatTemplateOf } from '../../model/chat-template';
 import type { ModelRepository } from '../../model/model-repository';
 import { shapeOf } from '../../model/model-view';
+import type { TritonError } from '../../base/errors';
 import type { ServerCore } from '../server-core';
 import { STATE_REVISION, type CoreState, type PublishedModel, type StateMessage, type StatisticsSnapshot } from './core-state';
 
@@ -12,6 +13,8 @@ const STATISTICS_INTERVAL_MS = 250;
 export interface PublisherHost {
   readonly core: ServerCore;
   readonly repository: ModelRepository;
+  /** Why the core takes no inference now (starting, stopping), as its entry refuses; undefined while it runs. */
+  readonly refusal: () => TritonError | undefined;
 }
 
 /**
@@ -66,20 +69,22 @@ export class StatePublisher {
     const models = repository.all();
     const live = core.isLive();
     const ready = core.isReady();
+    const refusing = this.host.refusal() !== undefined;
     const regions = core.sharedMemory.registered();
-    const said = `${live} ${ready} ${models.map((m) => `${m.name}/${m.version}/${m.state}/${m.ready}`).join(',')} ${JSON.stringify(regions)}`;
+    const said = `${live} ${ready} ${refusing} ${models.map((m) => `${m.name}/${m.version}/${m.state}/${m.ready}`).join(',')} ${JSON.stringify(regions)}`;
     if (!always && said === this.said && this.latest !== undefined) return;
     this.said = said;
     const state: CoreState = {
       revision: ++this.revision,
       live,
       ready,
+      refusing,
       models: models.map((m): PublishedModel => ({
         shape: shapeOf(m),
-        latest: repository.get(m.name) === m,
+        state: m.state,
         ready: m.ready,
         configJson: m.configJson,
-        metadata: repository.metadataOf(m.name, m.version),
+        metadata: repository.describe(m),
         chatTemplate: chatTemplateOf(m).text,
       })),
       regions,

@@ -9,6 +9,7 @@ import type {
   ServerMetadataResponseMessage,
 } from '../../protocol/messages';
 import { modelInfer } from './model-infer';
+import { versionReady } from '../../model/serving-version';
 import { loadOverride } from '../extensions';
 import { modelStreamInfer } from './model-stream-infer';
 
@@ -84,10 +85,10 @@ export function inferenceService(ctx: GrpcContext): UntypedServiceImplementation
   return service;
 }
 
-/** Triton answers ModelReady for a model or version it does not know with `ready: false`, not with an error. */
+/** ModelReady answers `ready: false`, not an error, for a model or version that is unknown or not ready. */
 function isModelReady(ctx: GrpcContext, req: ModelRequestMessage): boolean {
   try {
-    return ctx.core.repository.get(req.name, req.version).ready;
+    return versionReady(ctx.core.repository, req.name, req.version);
   } catch (err) {
     if (err instanceof TritonError && err.code === 'MODEL_NOT_FOUND') return false;
     throw err;

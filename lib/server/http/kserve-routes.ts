@@ -6,6 +6,7 @@ import { readJsonObject } from './body';
 import { docsRoutes } from './docs-routes';
 import { handleGenerate } from './generate';
 import { handleRepository, REPOSITORY_ROUTE } from './repository-routes';
+import { versionReady } from '../../model/serving-version';
 import { decodeSegment } from './request-target';
 import { sendError } from './send-error';
 import { handleSharedMemory, SHARED_MEMORY_ROUTE } from './shared-memory-routes';
@@ -78,20 +79,24 @@ export function kserveRoutes(core: ServerCore, router: Router, escaped: EscapedE
         // The core finds the model. Returned: express answers a rejection of the error handler itself through `escaped`.
         return handleGenerate(core, name, version, req, res, action === 'generate_stream').catch((err: unknown) => sendError(res, toTritonError(err)));
       }
+      if (action === 'ready') {
+        // 200, or 400 for a known model whose version is not ready: a readiness answer, not the lookup's 404 or 503.
+        if (versionReady(core.repository, name, version)) res.status(200).end();
+        else sendError(res, tritonError('versionNotReady'));
+        return;
+      }
+      if (action === 'stats') {
+        // The core refuses a model with no ready version in the words of Triton's statistics.
+        return answerJson(res, () => core.modelStatistics(name, version)).then((stats) => stats && res.json({ model_stats: stats }));
+      }
       const model = core.repository.get(name, version);
       switch (action) {
         case undefined:
           res.json(core.repository.metadataOf(model.name, version));
           return;
-        case 'ready':
-          if (model.ready) res.status(200).end();
-          else sendError(res, tritonError('versionNotReady'));
-          return;
         case 'config':
           res.json(model.configJson);
           return;
-        case 'stats':
-          return answerJson(res, () => core.modelStatistics(model.name, version)).then((stats) => stats && res.json({ model_stats: stats }));
         default:
           throw new TritonError('UNSUPPORTED', `the '${action}' endpoint is not supported by this server`);
       }

@@ -14,6 +14,9 @@ export interface OpenAiErrorBody {
 const OPENAI_ERRORS: Readonly<Record<ErrorCode, readonly [number, string, string | null]>> = {
   INVALID_ARGUMENT: [400, 'invalid_request_error', null],
   MODEL_NOT_FOUND: [404, 'invalid_request_error', 'model_not_found'],
+  // A model the server has, with no version ready (unloaded, loading): not ready, as OpenAI clients read it.
+  MODEL_VERSION_NOT_FOUND: [503, 'server_error', 'model_not_ready'],
+  MODEL_VERSION_NOT_READY: [503, 'server_error', 'model_not_ready'],
   MODEL_NOT_READY: [503, 'server_error', 'model_not_ready'],
   NOT_FOUND: [404, 'invalid_request_error', 'unknown_url'],
   METHOD_NOT_ALLOWED: [405, 'invalid_request_error', 'method_not_allowed'],

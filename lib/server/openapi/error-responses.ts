@@ -26,5 +26,8 @@ export function errorResponses(codes: readonly ErrorCode[], restricted: boolean)
   return responses;
 }
 
+/** The codes finding the model version a request names may answer with (`servingVersion`). */
+export const MODEL_LOOKUP_ERRORS: readonly ErrorCode[] = ['MODEL_NOT_FOUND', 'MODEL_VERSION_NOT_FOUND', 'MODEL_VERSION_NOT_READY'];
+
 /** The codes an infer request may answer with, beside `errorResponses`' own. */
-export const INFER_ERRORS: readonly ErrorCode[] = ['INVALID_ARGUMENT', 'MODEL_NOT_FOUND', 'MODEL_NOT_READY', 'PAYLOAD_TOO_LARGE', 'CANCELLED', 'DEADLINE_EXCEEDED', 'METHOD_NOT_ALLOWED', 'UNSUPPORTED', 'INFERENCE_FAILED'];
+export const INFER_ERRORS: readonly ErrorCode[] = ['INVALID_ARGUMENT', ...MODEL_LOOKUP_ERRORS, 'MODEL_NOT_READY', 'PAYLOAD_TOO_LARGE', 'CANCELLED', 'DEADLINE_EXCEEDED', 'METHOD_NOT_ALLOWED', 'UNSUPPORTED', 'INFERENCE_FAILED'];

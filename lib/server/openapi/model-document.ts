@@ -2,7 +2,7 @@ import type { ModelView } from '../../model/model-view';
 import { modelPath } from '../../protocol/model-path';
 import { servedByOneResponse } from '../infer-entry';
 import { exampleRequest } from './example-request';
-import { INFER_ERRORS } from './error-responses';
+import { INFER_ERRORS, MODEL_LOOKUP_ERRORS } from './error-responses';
 import { jsonContent, ref, type JsonSchema, type OpenApiDocument } from './json-schema';
 import { INFERENCE_HEADER, inferRequest, inferResponse, KSERVE_SCHEMAS } from './kserve-schemas';
 import { emptyAnswer, pathParameter, PathsBuilder } from './operations';
@@ -25,14 +25,14 @@ export function modelDocument(model: ModelView, security: DocumentSecurity): Ope
     summary: 'Model metadata',
     tags,
     ok: { '200': { description: 'the metadata', content: jsonContent(ref('ModelMetadata'), { example: model.metadata }) } },
-    errors: ['MODEL_NOT_FOUND'],
+    errors: MODEL_LOOKUP_ERRORS,
   });
   paths.add(`${base}/ready`, 'get', 'modelReady', { summary: 'Model readiness', tags, ok: { '200': emptyAnswer('ready') }, errors: ['MODEL_NOT_READY', 'MODEL_NOT_FOUND'] });
   paths.add(`${base}/config`, 'get', 'modelConfig', {
     summary: 'Model configuration',
     tags,
     ok: { '200': { description: 'the model config', content: jsonContent(ref('ModelConfig'), { example: model.configJson }) } },
-    errors: ['MODEL_NOT_FOUND'],
+    errors: MODEL_LOOKUP_ERRORS,
   });
   const schemas: Record<string, JsonSchema> = { ...KSERVE_SCHEMAS, ...dataComponents(model.inputs, model.outputs) };
   if (servedByOneResponse(model)) {

@@ -30,11 +30,12 @@ export class OpenApiDocuments {
   }
 
   /**
-   * The document of the latest version of a model.
+   * The document of the latest version of a model, ready or not (a model unloaded is still described, marked not
+   * ready).
    *
    * @throws TritonError `MODEL_NOT_FOUND` for a model the server does not have.
    */
   modelDocument(name: string): OpenApiDocument {
-    return modelDocument(this.server.repository.get(name), this.security);
+    return modelDocument(this.server.repository.find(name), this.security);
   }
 }

@@ -2,7 +2,7 @@ import type { ModelView } from '../../model/model-view';
 import { modelPath } from '../../protocol/model-path';
 import type { ApiGroup } from '../restricted-api';
 import type { ServerMetadata } from '../server-core';
-import { INFER_ERRORS } from './error-responses';
+import { INFER_ERRORS, MODEL_LOOKUP_ERRORS } from './error-responses';
 import { jsonContent, ref, type OpenApiDocument, type OpenApiObject } from './json-schema';
 import { INFERENCE_HEADER, KSERVE_SCHEMAS, SERVER_SCHEMAS } from './kserve-schemas';
 import { emptyAnswer, pathParameter, PathsBuilder, type OperationSpec } from './operations';
@@ -44,9 +44,9 @@ export function serverDocument(source: ServerDocumentSource, security: DocumentS
   paths.add('/v2/health/live', 'get', 'serverLive', { summary: 'Server liveness', tags: ['health'], ok: { '200': emptyAnswer('live') }, errors: [] });
   paths.add('/v2/health/ready', 'get', 'serverReady', { summary: 'Server readiness (400 when not ready)', tags: ['health'], ok: { '200': emptyAnswer('ready') }, errors: [] });
   paths.add('/v2', 'get', 'serverMetadata', { summary: 'Server metadata', tags: ['metadata'], ok: json('ServerMetadata') });
-  modelRoute('', 'get', 'modelMetadata', { summary: 'Model metadata', tags: ['metadata'], ok: json('ModelMetadata'), errors: ['MODEL_NOT_FOUND'] });
+  modelRoute('', 'get', 'modelMetadata', { summary: 'Model metadata', tags: ['metadata'], ok: json('ModelMetadata'), errors: MODEL_LOOKUP_ERRORS });
   modelRoute('/ready', 'get', 'modelReady', { summary: 'Model readiness', tags: ['health'], ok: { '200': emptyAnswer('ready') }, errors: ['MODEL_NOT_READY', 'MODEL_NOT_FOUND'] });
-  modelRoute('/config', 'get', 'modelConfig', { summary: 'Model configuration', tags: ['metadata'], ok: json('ModelConfig'), errors: ['MODEL_NOT_FOUND'] });
+  modelRoute('/config', 'get', 'modelConfig', { summary: 'Model configuration', tags: ['metadata'], ok: json('ModelConfig'), errors: MODEL_LOOKUP_ERRORS });
   modelRoute('/infer', 'post', 'modelInfer', {
     summary: 'Inference (each model\'s own request schema is in its document: /v2/models/{model_name}/docs/dataplane.json)',
     tags: ['inference'],
@@ -71,8 +71,8 @@ export function serverDocument(source: ServerDocumentSource, security: DocumentS
   modelRoute('/stats', 'get', 'modelStatistics', { summary: 'Model statistics', tags: ['statistics'], ok: json('ModelStatistics'), errors: ['MODEL_NOT_FOUND'] });
   paths.add('/v2/models/stats', 'get', 'statistics', { summary: 'Statistics of every ready model', tags: ['statistics'], ok: json('ModelStatistics') });
   for (const [path, id, params] of [['/v2/trace/setting', 'traceSetting', []], [`/v2/models/{${MODEL_NAME}}/trace/setting`, 'modelTraceSetting', [modelName]]] as const) {
-    paths.add(path, 'get', id, { summary: 'Trace settings', tags: ['trace'], parameters: params, ok: json('TraceSettings'), errors: ['MODEL_NOT_FOUND'] });
-    paths.add(path, 'post', `${id}Update`, { summary: 'Change trace settings', tags: ['trace'], parameters: params, requestBody: body('TraceSettings'), ok: json('TraceSettings'), errors: ['INVALID_ARGUMENT', 'MODEL_NOT_FOUND'] });
+    paths.add(path, 'get', id, { summary: 'Trace settings', tags: ['trace'], parameters: params, ok: json('TraceSettings'), errors: ['MODEL_NOT_FOUND', 'MODEL_VERSION_NOT_FOUND'] });
+    paths.add(path, 'post', `${id}Update`, { summary: 'Change trace settings', tags: ['trace'], parameters: params, requestBody: body('TraceSettings'), ok: json('TraceSettings'), errors: ['INVALID_ARGUMENT', 'MODEL_NOT_FOUND', 'MODEL_VERSION_NOT_FOUND'] });
   }
   paths.add('/v2/logging', 'get', 'logSettings', { summary: 'Log settings', tags: ['logging'], ok: json('LogSettings') });
   paths.add('/v2/logging', 'post', 'logSettingsUpdate', { summary: 'Change log settings', tags: ['logging'], requestBody: body('LogSettings'), ok: json('LogSettings'), errors: ['INVALID_ARGUMENT'] });

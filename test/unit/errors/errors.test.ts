@@ -50,7 +50,7 @@ describe('error table', () => {
   });
 
   it('puts the values into a message, and raises it with its code', () => {
-    expect(messageText('unknownModel', { model: 'm', version: ' version 2' })).toBe("Request for unknown model: 'm' version 2 is not found");
+    expect(messageText('unknownVersion', { model: 'm', version: 2 })).toBe("Request for unknown model: 'm' version 2 is not found");
     const e = tritonError('deadlineExceeded', { id: 'r1', ms: 250 });
     expect([e.code, e.message, e.httpStatus]).toEqual(['DEADLINE_EXCEEDED', '[request id: r1] Request timeout expired after 250 ms', 400]);
     expect([tritonError('methodNotAllowed').code, tritonError('methodNotAllowed').httpStatus]).toEqual(['METHOD_NOT_ALLOWED', 405]);
@@ -59,6 +59,13 @@ describe('error table', () => {
   it("maps unknown models to 400 / INVALID_ARGUMENT, as Triton does", () => {
     const e = new TritonError('MODEL_NOT_FOUND', 'x');
     expect([e.httpStatus, e.grpcStatus]).toEqual([400, GrpcStatus.INVALID_ARGUMENT]);
+  });
+
+  it('maps a known model with no ready version to 404 / NOT_FOUND, and a version not ready to 503 / UNAVAILABLE, as Triton does', () => {
+    const none = tritonError('noReadyVersion', { model: 'm' });
+    expect([none.httpStatus, none.grpcStatus, none.message]).toEqual([404, GrpcStatus.NOT_FOUND, "Request for unknown model: 'm' has no available versions"]);
+    const loading = tritonError('versionUnavailable', { model: 'm', version: 2 });
+    expect([loading.httpStatus, loading.grpcStatus, loading.message]).toEqual([503, GrpcStatus.UNAVAILABLE, "Request for unknown model: 'm' version 2 is not at ready state"]);
   });
 
   it('wraps foreign errors, keeping UnrecoverableError recognisable', () => {

@@ -1,4 +1,5 @@
 import { MessageChannel } from 'node:worker_threads';
+import { serverStarting, type TritonError } from '../../../lib/base/errors';
 import { ModelRepository } from '../../../lib/model/model-repository';
 import { PublishedState, STATE_REVISION } from '../../../lib/server/front-end/core-state';
 import { StatePublisher } from '../../../lib/server/front-end/state-publisher';
@@ -9,11 +10,12 @@ import type { ServerCore } from '../../../lib/server/server-core';
 // published is read at once by the next read, with no turn of the reader's event loop in between, and a read
 // never waits.
 
-/** The part of the core the publisher reads, with readiness the test sets. */
-function fakeCore(): { core: ServerCore; set(ready: boolean): void } {
+/** The part of the core the publisher reads, with readiness and the refusal of inference the test sets. */
+function fakeCore(): { core: ServerCore; refusal: () => TritonError | undefined; set(ready: boolean): void; refuse(err: TritonError | undefined): void } {
   let ready = false;
+  let refused: TritonError | undefined;
   const core = { isLive: () => true, isReady: () => ready, sharedMemory: new SharedMemoryManager(false), modelStatistics: () => [] } as unknown as ServerCore;
-  return { core, set: (r) => (ready = r) };
+  return { core, refusal: () => refused, set: (r) => (ready = r), refuse: (err) => (refused = err) };
 }
 
 describe('the state the core publishes to front-end threads', () => {
@@ -21,8 +23,8 @@ describe('the state the core publishes to front-end threads', () => {
     const { port1, port2 } = new MessageChannel();
     const counters = new Int32Array(new SharedArrayBuffer(4));
     const repository = new ModelRepository();
-    const { core, set } = fakeCore();
-    const publisher = new StatePublisher({ core, repository }, counters);
+    const { core, refusal, set } = fakeCore();
+    const publisher = new StatePublisher({ core, repository, refusal }, counters);
     const reader = new PublishedState(port2, counters, publisher.current());
     publisher.add(port1);
     try {
@@ -43,8 +45,8 @@ describe('the state the core publishes to front-end threads', () => {
     const { port1, port2 } = new MessageChannel();
     const counters = new Int32Array(new SharedArrayBuffer(4));
     const repository = new ModelRepository();
-    const { core, set } = fakeCore();
-    const publisher = new StatePublisher({ core, repository }, counters);
+    const { core, refusal, set } = fakeCore();
+    const publisher = new StatePublisher({ core, repository, refusal }, counters);
     const first = publisher.current();
     const reader = new PublishedState(port2, counters, first);
     publisher.add(port1);
@@ -59,6 +61,27 @@ describe('the state the core publishes to front-end threads', () => {
       // The messages the port delivers later are older than what the reader holds: it keeps the newest.
       await new Promise((resolve) => setImmediate(resolve));
       expect(reader.current).toMatchObject({ revision: first.revision + 2, ready: false });
+    } finally {
+      publisher.close();
+      port1.close();
+      port2.close();
+    }
+  });
+
+  it('publishes that the core refuses inference (starting, stopping), and that it no longer does', () => {
+    const { port1, port2 } = new MessageChannel();
+    const counters = new Int32Array(new SharedArrayBuffer(4));
+    const repository = new ModelRepository();
+    const { core, refusal, refuse } = fakeCore();
+    refuse(serverStarting());
+    const publisher = new StatePublisher({ core, repository, refusal }, counters);
+    const reader = new PublishedState(port2, counters, publisher.current());
+    publisher.add(port1);
+    try {
+      expect(reader.current.refusing).toBe(true);
+      refuse(undefined);
+      repository.readinessChanged();
+      expect(reader.current.refusing).toBe(false);
     } finally {
       publisher.close();
       port1.close();

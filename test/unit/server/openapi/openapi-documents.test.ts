@@ -48,7 +48,7 @@ describe('a model with an input of every datatype', () => {
     expect(byName.get('in_FP16')).toEqual({ name: 'in_FP16', datatype: 'FP16', shape: [1, 2], parameters: { binary_data_size: 4 } });
     expect(byName.get('in_BF16')).toEqual({ name: 'in_BF16', datatype: 'BF16', shape: [1, 2], parameters: { binary_data_size: 4 } });
     expect(example.outputs.filter((o) => o.parameters !== undefined).map((o) => o.name)).toEqual(['out_FP16', 'out_BF16']);
-    expect(exampleRequest(triton.repository.get('all')).binaryBytes).toBe(8);
+    expect(exampleRequest(triton.repository.find('all')).binaryBytes).toBe(8);
   });
 
   it.each<[DataType, unknown, boolean]>([

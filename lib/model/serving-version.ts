@@ -1,0 +1,68 @@
+import { TritonError, tritonError } from '../base/errors';
+import type { ModelLookup, ModelState } from './model-view';
+
+/** What picking a version reads of a model version: its number and where it is in its life. */
+interface Versioned {
+  readonly version: string;
+  readonly state: ModelState;
+}
+
+/**
+ * The version of a model that serves a request, picked as Triton picks it: the version the request names, which
+ * must be at ready state; with none named, the highest version at ready state (so a version still loading, or
+ * unloaded, leaves the requests to the one below it). `versions` holds every version of the name, none for a
+ * name the server does not know.
+ *
+ * @throws TritonError `MODEL_NOT_FOUND` for a name the server does not know; `MODEL_VERSION_NOT_FOUND` when no
+ * version is ready and the request names none, or the version it names is not there; `MODEL_VERSION_NOT_READY`
+ * when the version it names is there but not ready.
+ */
+export function servingVersion<T extends Versioned>(name: string, version: string | undefined, versions: Iterable<T>): T {
+  let known = false;
+  let found: T | undefined;
+  for (const m of versions) {
+    known = true;
+    if (version ? m.version === version : m.state === 'READY' && (found === undefined || Number(m.version) > Number(found.version))) found = m;
+  }
+  if (!known) throw tritonError('unknownModel', { model: name });
+  if (!version) {
+    if (found === undefined) throw tritonError('noReadyVersion', { model: name });
+    return found;
+  }
+  if (found === undefined) throw tritonError('unknownVersion', { model: name, version });
+  if (found.state !== 'READY') throw tritonError('versionUnavailable', { model: name, version });
+  return found;
+}
+
+/**
+ * The model version that describes a name whatever its state (the one named, or the highest): what an ensemble
+ * takes its step's tensors from, and what a model's reference page shows.
+ *
+ * @throws TritonError `MODEL_NOT_FOUND` for a name the server does not know; `MODEL_VERSION_NOT_FOUND` for a
+ * version the name does not have.
+ */
+export function describedVersion<T extends Versioned>(name: string, version: string | undefined, versions: Iterable<T>): T {
+  let known = false;
+  let found: T | undefined;
+  for (const m of versions) {
+    known = true;
+    if (version ? m.version === version : found === undefined || Number(m.version) > Number(found.version)) found = m;
+  }
+  if (!known) throw tritonError('unknownModel', { model: name });
+  if (found === undefined) throw tritonError('unknownVersion', { model: name, version: version ?? '' });
+  return found;
+}
+
+/**
+ * Whether the model version a readiness probe names is ready: false for a known model whose version is not
+ * there or not ready (Triton's ready endpoints answer "not ready" rather than the lookup's error); a name the
+ * server does not know still fails with `MODEL_NOT_FOUND`.
+ */
+export function versionReady(models: ModelLookup, name: string, version?: string): boolean {
+  try {
+    return models.get(name, version).ready;
+  } catch (err) {
+    if (err instanceof TritonError && (err.code === 'MODEL_VERSION_NOT_FOUND' || err.code === 'MODEL_VERSION_NOT_READY')) return false;
+    throw err;
+  }
+}
