@@ -442,7 +442,7 @@ def _f32(shape, name="INPUT0", dtype="FP32", binary=True):
 CLIENT_ERRORS = [
     ("unknown-model", "nope", lambda: [_f32((1, 2))], None, {}, "400", "unknown model"),
     ("unknown-version", "add_sub", lambda: [_f32((1, 4), "a"), _f32((1, 4), "b")], None, {"model_version": "2"},
-     "400", "unknown model"),
+     "404", "Request for unknown model: 'add_sub' version 2 is not found"),
     ("wrong-dtype", "add_sub", lambda: [_f32((1, 4), "a", "INT32"), _f32((1, 4), "b")], None, {}, "400",
      "data-type"),
     ("wrong-shape", "identity_fp32", lambda: [_f32((1, 2, 3))], None, {}, "400", "shape"),
