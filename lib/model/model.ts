@@ -18,10 +18,7 @@ import { RequestPipeline, type BlsHandler } from './request-pipeline';
 import { RequestValidator } from './request-validation';
 import { ResponseValidator } from './response-validation';
 import type { Tracer } from '../tracing/trace';
-
 import type { ModelState } from './model-view';
-
-export type { ModelState };
 
 /** Everything a Model is built from. */
 export interface ModelInit {

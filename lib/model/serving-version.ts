@@ -18,13 +18,7 @@ interface Versioned {
  * when the version it names is there but not ready.
  */
 export function servingVersion<T extends Versioned>(name: string, version: string | undefined, versions: Iterable<T>): T {
-  let known = false;
-  let found: T | undefined;
-  for (const m of versions) {
-    known = true;
-    if (version ? m.version === version : m.state === 'READY' && (found === undefined || Number(m.version) > Number(found.version))) found = m;
-  }
-  if (!known) throw tritonError('unknownModel', { model: name });
+  const found = pick(name, version, versions, true);
   if (!version) {
     if (found === undefined) throw tritonError('noReadyVersion', { model: name });
     return found;
@@ -42,14 +36,29 @@ export function servingVersion<T extends Versioned>(name: string, version: strin
  * version the name does not have.
  */
 export function describedVersion<T extends Versioned>(name: string, version: string | undefined, versions: Iterable<T>): T {
+  const found = pick(name, version, versions, false);
+  if (found === undefined) throw tritonError('unknownVersion', { model: name, version: version ?? '' });
+  return found;
+}
+
+/**
+ * The version named, or with none named the highest one (at ready state, with `readyOnly`); undefined when there is
+ * none such.
+ *
+ * @throws TritonError `MODEL_NOT_FOUND` when `versions` is empty: a name the server does not know.
+ */
+function pick<T extends Versioned>(name: string, version: string | undefined, versions: Iterable<T>, readyOnly: boolean): T | undefined {
   let known = false;
   let found: T | undefined;
   for (const m of versions) {
     known = true;
-    if (version ? m.version === version : found === undefined || Number(m.version) > Number(found.version)) found = m;
+    if (version) {
+      if (m.version === version) return m;
+    } else if ((!readyOnly || m.state === 'READY') && (found === undefined || Number(m.version) > Number(found.version))) {
+      found = m;
+    }
   }
   if (!known) throw tritonError('unknownModel', { model: name });
-  if (found === undefined) throw tritonError('unknownVersion', { model: name, version: version ?? '' });
   return found;
 }
 

@@ -1,6 +1,6 @@
 import { TritonConfig, type TritonConfigInit } from '../config/triton-config';
 import { validateOrThrow } from '../config/validate';
-import { TritonError, serverStopping, tritonError } from '../base/errors';
+import { TritonError, serverStopping } from '../base/errors';
 import { BlsRouter } from '../bls/bls-router';
 import { InFlight } from '../base/in-flight';
 import { createLogger, type Logger } from '../logging/logger';
@@ -309,16 +309,14 @@ export class Triton implements AsyncDisposable {
 
   /** The ready model version whose statistics a request names, refused in the words of Triton's statistics. */
   private statisticsOf(name: string, version?: string): Model {
-    const ready = this.repository.versionsOf(name).filter((m) => m.state === 'READY');
-    // A name never known keeps the lookup's answer; a known one with nothing ready is Triton's "not available".
-    if (ready.length === 0) {
-      if (!this.repository.has(name)) throw tritonError('unknownModel', { model: name });
-      throw new TritonError('MODEL_NOT_FOUND', `requested model '${name}' is not available`);
+    try {
+      return this.repository.get(name, version);
+    } catch (err) {
+      // A name never known keeps the lookup's answer; a known one with nothing ready to serve is "not available".
+      if (!(err instanceof TritonError) || err.code === 'MODEL_NOT_FOUND') throw err;
+      if (!version) throw new TritonError('MODEL_NOT_FOUND', `requested model '${name}' is not available`);
+      throw new TritonError('MODEL_NOT_FOUND', `requested model version is not available for model '${name}'`);
     }
-    if (!version) return this.repository.get(name);
-    const model = ready.find((m) => m.version === version);
-    if (model === undefined) throw new TritonError('MODEL_NOT_FOUND', `requested model version is not available for model '${name}'`);
-    return model;
   }
 
   /**

@@ -1,12 +1,12 @@
 import type * as http from 'node:http';
 import express, { type Express, type NextFunction, type Router } from 'express';
 import { TritonError, toTritonError, tritonError } from '../../base/errors';
+import { versionReady } from '../../model/serving-version';
 import type { ServerCore } from '../server-core';
 import { readJsonObject } from './body';
 import { docsRoutes } from './docs-routes';
 import { handleGenerate } from './generate';
 import { handleRepository, REPOSITORY_ROUTE } from './repository-routes';
-import { versionReady } from '../../model/serving-version';
 import { decodeSegment } from './request-target';
 import { sendError } from './send-error';
 import { handleSharedMemory, SHARED_MEMORY_ROUTE } from './shared-memory-routes';
