@@ -8,6 +8,7 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { invalidConfig } from '../base/errors';
+import { SHM_DIR } from '../base/shm-dir';
 import type { CallSettings, ClientTransport } from '../client/client-transport';
 import { encodeBinary } from '../tensor/binary-codec';
 import { DTYPES, isDataType } from '../tensor/dtype';
@@ -15,9 +16,6 @@ import { elementCount } from '../tensor/tensor';
 import type { NamedTensor } from '../tensor/named-tensor';
 import type { OutputSpec } from './perf-inputs';
 import type { RequestInput, RequestOutput } from './perf-requests';
-
-/** Where POSIX shared-memory objects live on Linux: `shm_open("/k")` is the file `/dev/shm/k`. */
-const SHM_DIR = '/dev/shm';
 
 /** perf_analyzer's `--output-shared-memory-size` default: the region of an output whose size the model does not fix. */
 export const OUTPUT_SHARED_MEMORY_SIZE = 102_400;

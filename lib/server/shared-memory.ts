@@ -1,9 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { TritonError, invalidArgument, tritonError } from '../base/errors';
-
-/** Where POSIX shared-memory objects live on Linux: `shm_open("/k")` is the file `/dev/shm/k`. */
-export const SHM_DIR = '/dev/shm';
+import { SHM_DIR } from '../base/shm-dir';
 
 /** A registered system shared-memory region, as the status endpoints report it. */
 export interface RegionStatus {

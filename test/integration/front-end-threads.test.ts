@@ -9,7 +9,7 @@ import { bindEchoChat } from '../../examples/chat/model';
 import { bindSequenceAccumulate } from '../../examples/sequence/model';
 import { loadProtos } from '../../lib/protocol/protos';
 import type { ModelInferRequestMessage, ModelInferResponseMessage, ModelStreamInferResponseMessage } from '../../lib/protocol/messages';
-import { SHM_DIR } from '../../lib/server/shared-memory';
+import { SHM_DIR } from '../../lib/base/shm-dir';
 import { track } from '../helpers/resources';
 
 // Front-end threads (httpThreadCount: 2) on a real server: requests on separate connections land on both threads

@@ -4,7 +4,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { TritonError } from '../../../lib/base/errors';
-import { SHM_DIR, SharedMemoryManager, shmTargetOf } from '../../../lib/server/shared-memory';
+import { SHM_DIR } from '../../../lib/base/shm-dir';
+import { SharedMemoryManager, shmTargetOf } from '../../../lib/server/shared-memory';
 
 describe('SharedMemoryManager', () => {
   let dir: string;
