@@ -6,6 +6,8 @@ import { describedVersion, servingVersion } from './serving-version';
 /** Bound models by name and version. */
 export class ModelRepository {
   private readonly models = new Map<string, Map<string, Model>>();
+  /** Names the server knows with no version here: models whose load failed (`setFailedLoads`). */
+  private failed: ReadonlySet<string> = new Set();
   private readonly listeners: (() => void)[] = [];
   private readonly readinessListeners: (() => void)[] = [];
 
@@ -65,6 +67,22 @@ export class ModelRepository {
   }
 
   /**
+   * Sets the models whose load failed and that serve no earlier load. The server knows them with no version, as
+   * Triton's model life cycle keeps them (unavailable, with the load's reason): a request naming one is answered
+   * "has no available versions", not "is not found". The change listeners hear of it (front-end threads too).
+   */
+  setFailedLoads(names: ReadonlySet<string>): void {
+    if (names.size === this.failed.size && [...names].every((n) => this.failed.has(n))) return;
+    this.failed = new Set(names);
+    this.changed();
+  }
+
+  /** The names `setFailedLoads` set last, sorted. */
+  failedLoads(): string[] {
+    return [...this.failed].sort();
+  }
+
+  /**
    * The metadata of the model version `get` finds, listing every version of the name that is ready, as Triton's
    * model metadata does.
    */
@@ -96,10 +114,10 @@ export class ModelRepository {
 
   /**
    * The model version that serves a request for a name and optional version: the one named, or the highest ready
-   * one; Triton's errors otherwise (`servingVersion`).
+   * one; Triton's errors otherwise (`servingVersion`), a failed load's name answered as a known one.
    */
   get(name: string, version?: string): Model {
-    return servingVersion(name, version, this.models.get(name)?.values() ?? []);
+    return servingVersion(name, version, this.models.get(name)?.values() ?? [], this.failed.has(name));
   }
 
   /**
@@ -107,7 +125,7 @@ export class ModelRepository {
    * given): an ensemble's step, a model's reference page (`describedVersion`, which says what it throws).
    */
   find(name: string, version?: string): Model {
-    return describedVersion(name, version, this.models.get(name)?.values() ?? []);
+    return describedVersion(name, version, this.models.get(name)?.values() ?? [], this.failed.has(name));
   }
 
   /** Every bound model, in binding order. */

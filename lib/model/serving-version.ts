@@ -10,15 +10,16 @@ interface Versioned {
 /**
  * The version of a model that serves a request, picked as Triton picks it: the version the request names, which
  * must be at ready state; with none named, the highest version at ready state (so a version still loading, or
- * unloaded, leaves the requests to the one below it). `versions` holds every version of the name, none for a
- * name the server does not know.
+ * unloaded, leaves the requests to the one below it). `versions` holds every version of the name; `known` says
+ * the server knows the name even when it has none (a model whose load failed before any version of it was built,
+ * which Triton keeps in its model life cycle as unavailable).
  *
  * @throws TritonError `MODEL_NOT_FOUND` for a name the server does not know; `MODEL_VERSION_NOT_FOUND` when no
  * version is ready and the request names none, or the version it names is not there; `MODEL_VERSION_NOT_READY`
  * when the version it names is there but not ready.
  */
-export function servingVersion<T extends Versioned>(name: string, version: string | undefined, versions: Iterable<T>): T {
-  const found = pick(name, version, versions, true);
+export function servingVersion<T extends Versioned>(name: string, version: string | undefined, versions: Iterable<T>, known: boolean): T {
+  const found = pick(name, version, versions, true, known);
   if (!version) {
     if (found === undefined) throw tritonError('noReadyVersion', { model: name });
     return found;
@@ -30,35 +31,36 @@ export function servingVersion<T extends Versioned>(name: string, version: strin
 
 /**
  * The model version that describes a name whatever its state (the one named, or the highest): what an ensemble
- * takes its step's tensors from, and what a model's reference page shows.
+ * takes its step's tensors from, and what a model's reference page shows. `known` as for `servingVersion`.
  *
  * @throws TritonError `MODEL_NOT_FOUND` for a name the server does not know; `MODEL_VERSION_NOT_FOUND` for a
- * version the name does not have.
+ * version the name does not have, or a known name with no version at all.
  */
-export function describedVersion<T extends Versioned>(name: string, version: string | undefined, versions: Iterable<T>): T {
-  const found = pick(name, version, versions, false);
-  if (found === undefined) throw tritonError('unknownVersion', { model: name, version: version ?? '' });
-  return found;
+export function describedVersion<T extends Versioned>(name: string, version: string | undefined, versions: Iterable<T>, known: boolean): T {
+  const found = pick(name, version, versions, false, known);
+  if (found !== undefined) return found;
+  throw version ? tritonError('unknownVersion', { model: name, version }) : tritonError('noReadyVersion', { model: name });
 }
 
 /**
  * The version named, or with none named the highest one (at ready state, with `readyOnly`); undefined when there is
  * none such.
  *
- * @throws TritonError `MODEL_NOT_FOUND` when `versions` is empty: a name the server does not know.
+ * @throws TritonError `MODEL_NOT_FOUND` when `versions` is empty and the name is not `known`: a name the server does
+ * not know.
  */
-function pick<T extends Versioned>(name: string, version: string | undefined, versions: Iterable<T>, readyOnly: boolean): T | undefined {
-  let known = false;
+function pick<T extends Versioned>(name: string, version: string | undefined, versions: Iterable<T>, readyOnly: boolean, known: boolean): T | undefined {
+  let any = false;
   let found: T | undefined;
   for (const m of versions) {
-    known = true;
+    any = true;
     if (version) {
       if (m.version === version) return m;
     } else if ((!readyOnly || m.state === 'READY') && (found === undefined || Number(m.version) > Number(found.version))) {
       found = m;
     }
   }
-  if (!known) throw tritonError('unknownModel', { model: name });
+  if (!any && !known) throw tritonError('unknownModel', { model: name });
   return found;
 }
 

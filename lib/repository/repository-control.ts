@@ -68,9 +68,7 @@ export class RepositoryControl {
     const wanted = mode === 'explicit' && !this.config.loadModel.includes('*') ? this.config.loadModel : [...folders.keys(), ...unreadable.keys()];
     for (const name of wanted) {
       if (this.folders.has(name)) continue;
-      const reason = !isModelName(name) ? refuseModelName(name).message : (unreadable.get(name) ?? 'model not found in any model repository');
-      this.failures.set(name, reason);
-      logLoadFailed(this.logger, name, reason);
+      this.recordFailure(name, !isModelName(name) ? refuseModelName(name).message : (unreadable.get(name) ?? 'model not found in any model repository'));
     }
     await this.loadAll(wanted.filter((n) => this.folders.has(n)));
     if (mode === 'poll') this.schedulePoll();
@@ -129,8 +127,8 @@ export class RepositoryControl {
   }
 
   /**
-   * Names of models whose last load failed and that serve no earlier load (they keep the server not ready under
-   * strict readiness).
+   * Names of models whose last load failed and that serve no earlier load: they keep the server not ready under
+   * strict readiness, and lookups answer them as known models with no version (`failuresChanged`).
    */
   get failed(): ReadonlySet<string> {
     return new Set([...this.failures.keys()].filter((n) => !this.loaded.has(n)));
@@ -145,6 +143,7 @@ export class RepositoryControl {
   private forget(name: string): void {
     this.loaded.delete(name);
     this.failures.delete(name);
+    this.failuresChanged();
   }
 
   /**
@@ -157,7 +156,17 @@ export class RepositoryControl {
 
   private recordFailure(name: string, reason: string): void {
     this.failures.set(name, reason);
+    this.failuresChanged();
     logLoadFailed(this.logger, name, reason);
+  }
+
+  /**
+   * Tells the server's models which names failed to load and serve nothing (`failed`): lookups of them then answer
+   * as for a known model with no version. Called where `failures` or `loaded` change, before the load that changed
+   * them answers, so that no thread answers from the state before it.
+   */
+  private failuresChanged(): void {
+    this.building.repository.setFailedLoads(this.failed);
   }
 
   private serialized<T>(run: () => Promise<T>): Promise<T> {
@@ -272,6 +281,7 @@ export class RepositoryControl {
     // A version is kept only when neither load came from a request, so an earlier upload goes with the old versions.
     this.loaded.set(name, { config: plan.config, versionDigests: plan.folder.versionDigests, fromRequest: plan.fromRequest, uploadDir: plan.uploadDir });
     this.failures.delete(name);
+    this.failuresChanged();
     // Old versions leave the index at once and finish the requests they hold, after the load has answered.
     for (const old of retired) if (!served.has(old.version)) repository.remove(old);
     this.retire(retired, before?.uploadDir);

@@ -1,14 +1,31 @@
+import * as fs from 'node:fs';
+import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { Triton, type BoundModel, type Request, type Response } from 'tstriton';
 import { loadProtos } from '../../lib/protocol/protos';
 import type { ModelInferRequestMessage } from '../../lib/protocol/messages';
 import { rejectionOf } from '../helpers/caught';
+import { ScratchRepository } from '../helpers/scratch-repository';
 
 // A model the server knows but cannot serve now (unloaded, failed to load, still loading) is answered as Triton
 // answers it, over HTTP and gRPC, for inference, metadata and config: 404 / NOT_FOUND when the request names no
 // version and none is ready, 404 / NOT_FOUND for a version the model does not have, 503 / UNAVAILABLE for a version
-// it has that is not ready; a name never known stays 400 / INVALID_ARGUMENT. Served on the core thread
-// (httpThreadCount 1) and on two front-end threads, which answer from the state the core publishes to them.
+// it has that is not ready; a name never known stays 400 / INVALID_ARGUMENT. A repository model whose load failed
+// is known too (Triton keeps it in its model life cycle, unavailable); one never loaded in explicit mode is not.
+// Served on the core thread (httpThreadCount 1) and on two front-end threads, which answer from the state the core
+// publishes to them.
+
+/** A repository script model: y = x * factor (the config's `factor`). */
+const SCRIPT = join(__dirname, '../fixtures/repository/scale_model.ts');
+const SCRIPT_CONFIG = [
+  'backend: "tstriton"',
+  'max_batch_size: 0',
+  'input [ { name: "x" data_type: TYPE_FP32 dims: [ -1 ] } ]',
+  'output [ { name: "y" data_type: TYPE_FP32 dims: [ -1 ] } ]',
+  'parameters { key: "factor" value: { string_value: "3" } }',
+].join('\n');
+/** A config.pbtxt that does not parse. */
+const BROKEN_CONFIG = 'backend: "tstriton"\ninput [ { name: "x" \n';
 
 const io = { inputs: [{ name: 'x', dtype: 'FP32' as const, shape: [-1] }], outputs: [{ name: 'y', dtype: 'FP32' as const, shape: [-1] }], config: { batching: false } };
 
@@ -63,8 +80,13 @@ describe.each([
   let triton: Triton | undefined;
   let client: grpc.Client | undefined;
   let base: string;
+  let repo: ScratchRepository;
 
   beforeEach(async () => {
+    // `badconfig` fails to load at start (`loadModel`); `later` is not loaded until a test asks.
+    repo = new ScratchRepository();
+    repo.model('badconfig', SCRIPT, BROKEN_CONFIG, 'model.ts');
+    repo.model('later', SCRIPT, BROKEN_CONFIG, 'model.ts');
     triton = new Triton({
       httpPort: 0,
       grpcPort: 0,
@@ -74,6 +96,8 @@ describe.each([
       logLevel: 'silent',
       httpThreadCount: threads,
       modelControlMode: 'explicit',
+      modelRepository: [repo.root],
+      loadModel: ['badconfig'],
       exitOnError: false,
       strictReadiness: false,
     });
@@ -89,6 +113,7 @@ describe.each([
     await triton?.stop();
     triton = undefined;
     client = undefined;
+    repo.close();
   });
 
   const answer = async (res: globalThis.Response): Promise<Answer> => ({ status: res.status, body: (await res.json()) as Answer['body'] });
@@ -164,6 +189,29 @@ describe.each([
     await refusedEverywhere('nope', undefined, 400, grpc.status.INVALID_ARGUMENT, "Request for unknown model: 'nope' is not found");
     await refusedEverywhere('nope', '1', 400, grpc.status.INVALID_ARGUMENT, "Request for unknown model: 'nope' is not found");
     expect(await ready('nope')).toBe(400);
+  });
+
+  it('answers a repository model whose load failed as a known model with no version, until a load serves it', async () => {
+    // Failed at start, before any version of it was built: known, with no version at all.
+    await refusedEverywhere('badconfig', undefined, 404, grpc.status.NOT_FOUND, "Request for unknown model: 'badconfig' has no available versions");
+    await refusedEverywhere('badconfig', '1', 404, grpc.status.NOT_FOUND, "Request for unknown model: 'badconfig' version 1 is not found");
+    expect(await ready('badconfig')).toBe(400);
+    expect(await answer(await fetch(`${path('badconfig')}/stats`))).toEqual({ status: 400, body: { error: "requested model 'badconfig' is not available" } });
+
+    // In the repository but never loaded (explicit mode): not known, as in Triton; a load that fails makes it known
+    // on every thread by the time the load is answered.
+    await refusedEverywhere('later', undefined, 400, grpc.status.INVALID_ARGUMENT, "Request for unknown model: 'later' is not found");
+    expect((await fetch(`${base}/v2/repository/models/later/load`, { method: 'POST' })).status).toBe(400);
+    await refusedEverywhere('later', undefined, 404, grpc.status.NOT_FOUND, "Request for unknown model: 'later' has no available versions");
+    await refusedEverywhere('nope', undefined, 400, grpc.status.INVALID_ARGUMENT, "Request for unknown model: 'nope' is not found");
+
+    // Its config fixed, a load serves it; unloaded, it is a known model with no ready version like any other.
+    fs.writeFileSync(join(repo.root, 'later', 'config.pbtxt'), SCRIPT_CONFIG);
+    expect((await fetch(`${base}/v2/repository/models/later/load`, { method: 'POST' })).status).toBe(200);
+    expect((await infer('later')).body.outputs?.[0]?.data).toEqual([3, 6]);
+    expect((await metadata('later')).body.versions).toEqual(['1']);
+    expect((await fetch(`${base}/v2/repository/models/later/unload`, { method: 'POST' })).status).toBe(200);
+    await refusedEverywhere('later', undefined, 404, grpc.status.NOT_FOUND, "Request for unknown model: 'later' has no available versions");
   });
 
   it('sends a request naming no version to the highest ready version while a higher one loads', async () => {

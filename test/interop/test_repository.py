@@ -103,3 +103,72 @@ def test_what_cannot_be_done_is_refused(repo_server, protocol):
     with pytest.raises(InferenceServerException, match="models are bound in code"):
         client.load_model("add_sub", config='{"max_batch_size": 8}')
     assert client.is_model_ready("add_sub")
+
+
+# A repository model whose load failed: Triton keeps it in its model life cycle (unavailable, with the reason), so
+# it is a known model with no version; a repository model never loaded in explicit mode is not known.
+BROKEN_CONFIG = 'backend: "tstriton"\ninput [ { name: "x" \n'
+SCRIPT_CONFIG = """
+backend: "tstriton"
+max_batch_size: 0
+input [ { name: "x", data_type: TYPE_FP32, dims: [ -1 ] } ]
+output [ { name: "y", data_type: TYPE_FP32, dims: [ -1 ] } ]
+"""
+SCRIPT = """
+module.exports = class Triple {
+  execute(requests) {
+    return requests.map((r) => ({ y: { shape: r.inputs.x.shape, data: r.inputs.x.data.map((v) => v * 3) } }));
+  }
+};
+"""
+
+
+@pytest.fixture()
+def failing_repository(tmp_path):
+    """The example server over a repository of two models whose config.pbtxt does not parse: `badconfig`, loaded at
+    start (and failing), and `later`, not loaded until a test asks."""
+    for name in ("badconfig", "later"):
+        (tmp_path / name / "1").mkdir(parents=True)
+        (tmp_path / name / "1" / "model.js").write_text(SCRIPT)
+        (tmp_path / name / "config.pbtxt").write_text(BROKEN_CONFIG)
+    running = start_server(env={"TSTRITON_MODEL_CONTROL_MODE": "explicit", "TSTRITON_MODEL_REPOSITORY": str(tmp_path),
+                                "TSTRITON_LOAD_MODEL": "badconfig"})
+    yield running, tmp_path
+    stop_server(running)
+
+
+def infer_x(module, client, model):
+    x = module.InferInput("x", [2], "FP32")
+    x.set_data_from_numpy(np.array([1, 2], np.float32))
+    return client.infer(model, [x]).as_numpy("y")
+
+
+def refusal(call):
+    with pytest.raises(InferenceServerException) as refused:
+        call()
+    return refused.value.status(), refused.value.message()
+
+
+def test_a_failed_load_is_a_known_model_with_no_version(failing_repository):
+    server, root = failing_repository
+    for protocol in ("http", "grpc"):
+        module, client = client_for(protocol, server)
+        assert index_of(protocol, client)["badconfig"]["state"] == "UNAVAILABLE"
+        none = "Request for unknown model: 'badconfig' has no available versions"
+        for call in (lambda: infer_x(module, client, "badconfig"), lambda: client.get_model_metadata("badconfig"),
+                     lambda: client.get_model_config("badconfig")):
+            assert refusal(call) == (NOT_FOUND[protocol], none)
+        assert not client.is_model_ready("badconfig")
+        assert refusal(lambda: infer_x(module, client, "later")) == (
+            INVALID[protocol], "Request for unknown model: 'later' is not found")
+
+    # A load that fails makes it known; fixed, a load serves it.
+    http = httpclient.InferenceServerClient(server.http_url)
+    grpc = grpcclient.InferenceServerClient(server.grpc_url)
+    with pytest.raises(InferenceServerException):
+        http.load_model("later")
+    assert refusal(lambda: infer_x(grpcclient, grpc, "later")) == (
+        NOT_FOUND["grpc"], "Request for unknown model: 'later' has no available versions")
+    (root / "later" / "config.pbtxt").write_text(SCRIPT_CONFIG)
+    grpc.load_model("later")
+    np.testing.assert_array_equal(infer_x(httpclient, http, "later"), np.array([3, 6], np.float32))

@@ -17,17 +17,21 @@ export type CoreCall = <T>(method: string, ...args: unknown[]) => Promise<T>;
 export class RemoteModels implements ModelLookup {
   /** The views of the state they were made for, every version of each name: built once per state, when first read. */
   private views = new Map<string, ModelView[]>();
+  /** The names of that state's failed loads: known to the core, with no version. */
+  private failed: ReadonlySet<string> = new Set();
   private viewsOf: CoreState | undefined;
 
   constructor(private readonly published: PublishedState) {}
 
   /** The model version that serves a request for a name and version, picked as the core picks it (ModelRepository.get). */
   get(name: string, version?: string): ModelView {
-    return servingVersion(name, version, this.fresh().get(name) ?? []);
+    const views = this.fresh();
+    return servingVersion(name, version, views.get(name) ?? [], this.failed.has(name));
   }
 
   find(name: string, version?: string): ModelView {
-    return describedVersion(name, version, this.fresh().get(name) ?? []);
+    const views = this.fresh();
+    return describedVersion(name, version, views.get(name) ?? [], this.failed.has(name));
   }
 
   has(name: string): boolean {
@@ -44,7 +48,7 @@ export class RemoteModels implements ModelLookup {
     return this.get(name, version).metadata;
   }
 
-  /** The views of the current state, by name. */
+  /** The views of the current state, by name (and its failed loads, in `failed`). */
   private fresh(): Map<string, ModelView[]> {
     const state = this.published.current;
     if (state === this.viewsOf) return this.views;
@@ -55,6 +59,7 @@ export class RemoteModels implements ModelLookup {
       else versions.push(viewOf(m));
     }
     this.views = views;
+    this.failed = new Set(state.failedLoads);
     this.viewsOf = state;
     return views;
   }

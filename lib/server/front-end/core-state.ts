@@ -34,6 +34,11 @@ export interface CoreState {
   readonly refusing: boolean;
   /** Every bound model version, in binding order. */
   readonly models: readonly PublishedModel[];
+  /**
+   * The models whose load failed and that have no version (`ModelRepository.setFailedLoads`): known names, looked
+   * up as the core looks them up ("has no available versions", not "is not found").
+   */
+  readonly failedLoads: readonly string[];
   /** The system shared-memory regions clients registered, each with the count of its registration. */
   readonly regions: readonly RegisteredRegion[];
 }

@@ -19,10 +19,10 @@ export interface PublisherHost {
 
 /**
  * The core thread's side of what front-end threads read without asking (core-state.ts): on every change of
- * liveness, readiness, the models or the shared-memory regions it posts the new state to each thread's port,
- * then bumps the shared revision; a thread that reads after the bump takes the new state off its port. It is
- * called where the change happens, before whatever caused it is answered, so a client that saw a load or an
- * unload answered never reads the state from before it on any thread.
+ * liveness, readiness, the models (the names of failed loads among them) or the shared-memory regions it posts
+ * the new state to each thread's port, then bumps the shared revision; a thread that reads after the bump takes
+ * the new state off its port. It is called where the change happens, before whatever caused it is answered, so a
+ * client that saw a load or an unload answered never reads the state from before it on any thread.
  */
 export class StatePublisher {
   private readonly ports = new Set<MessagePort>();
@@ -71,7 +71,8 @@ export class StatePublisher {
     const ready = core.isReady();
     const refusing = this.host.refusal() !== undefined;
     const regions = core.sharedMemory.registered();
-    const said = `${live} ${ready} ${refusing} ${models.map((m) => `${m.name}/${m.version}/${m.state}/${m.ready}`).join(',')} ${JSON.stringify(regions)}`;
+    const failedLoads = repository.failedLoads();
+    const said = `${live} ${ready} ${refusing} ${models.map((m) => `${m.name}/${m.version}/${m.state}/${m.ready}`).join(',')} ${JSON.stringify(failedLoads)} ${JSON.stringify(regions)}`;
     if (!always && said === this.said && this.latest !== undefined) return;
     this.said = said;
     const state: CoreState = {
@@ -87,6 +88,7 @@ export class StatePublisher {
         metadata: repository.describe(m),
         chatTemplate: chatTemplateOf(m).text,
       })),
+      failedLoads,
       regions,
     };
     this.latest = state;

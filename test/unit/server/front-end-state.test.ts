@@ -1,10 +1,12 @@
 import { MessageChannel } from 'node:worker_threads';
 import { serverStarting, type TritonError } from '../../../lib/base/errors';
 import { ModelRepository } from '../../../lib/model/model-repository';
+import { RemoteModels } from '../../../lib/server/front-end/core-mirrors';
 import { PublishedState, STATE_REVISION } from '../../../lib/server/front-end/core-state';
 import { StatePublisher } from '../../../lib/server/front-end/state-publisher';
 import { SharedMemoryManager } from '../../../lib/server/shared-memory';
 import type { ServerCore } from '../../../lib/server/server-core';
+import { thrownBy } from '../../helpers/caught';
 
 // What a front-end thread reads of the core without asking it (core-state.ts, state-publisher.ts): a state the core
 // published is read at once by the next read, with no turn of the reader's event loop in between, and a read
@@ -82,6 +84,40 @@ describe('the state the core publishes to front-end threads', () => {
       refuse(undefined);
       repository.readinessChanged();
       expect(reader.current.refusing).toBe(false);
+    } finally {
+      publisher.close();
+      port1.close();
+      port2.close();
+    }
+  });
+
+  it('publishes the names of failed loads, which a thread then looks up as the core does: known, with no version', () => {
+    const { port1, port2 } = new MessageChannel();
+    const counters = new Int32Array(new SharedArrayBuffer(4));
+    const repository = new ModelRepository();
+    const { core, refusal } = fakeCore();
+    const publisher = new StatePublisher({ core, repository, refusal }, counters);
+    const reader = new PublishedState(port2, counters, publisher.current());
+    publisher.add(port1);
+    const models = new RemoteModels(reader);
+    const refusals = (name: string, version?: string) =>
+      [repository, models].map((lookup) => {
+        const err = thrownBy<TritonError>(() => lookup.get(name, version));
+        return [err.code, err.message];
+      });
+    try {
+      expect(refusals('broken')).toEqual([0, 1].map(() => ['MODEL_NOT_FOUND', "Request for unknown model: 'broken' is not found"]));
+      repository.setFailedLoads(new Set(['broken']));
+      expect(reader.current.failedLoads).toEqual(['broken']);
+      expect(refusals('broken')).toEqual([0, 1].map(() => ['MODEL_VERSION_NOT_FOUND', "Request for unknown model: 'broken' has no available versions"]));
+      expect(refusals('broken', '1')).toEqual([0, 1].map(() => ['MODEL_VERSION_NOT_FOUND', "Request for unknown model: 'broken' version 1 is not found"]));
+      expect(refusals('nope')).toEqual([0, 1].map(() => ['MODEL_NOT_FOUND', "Request for unknown model: 'nope' is not found"]));
+      // The same names again publish nothing; once it loads (or is forgotten), it is unknown again.
+      const revision = reader.current.revision;
+      repository.setFailedLoads(new Set(['broken']));
+      expect(reader.current.revision).toBe(revision);
+      repository.setFailedLoads(new Set());
+      expect(refusals('broken')).toEqual([0, 1].map(() => ['MODEL_NOT_FOUND', "Request for unknown model: 'broken' is not found"]));
     } finally {
       publisher.close();
       port1.close();
