@@ -50,17 +50,17 @@ export function describedVersion<T extends Versioned>(name: string, version: str
  * not know.
  */
 function pick<T extends Versioned>(name: string, version: string | undefined, versions: Iterable<T>, readyOnly: boolean, known: boolean): T | undefined {
-  let any = false;
+  let seen = false;
   let found: T | undefined;
   for (const m of versions) {
-    any = true;
+    seen = true;
     if (version) {
       if (m.version === version) return m;
     } else if ((!readyOnly || m.state === 'READY') && (found === undefined || Number(m.version) > Number(found.version))) {
       found = m;
     }
   }
-  if (!any && !known) throw tritonError('unknownModel', { model: name });
+  if (!seen && !known) throw tritonError('unknownModel', { model: name });
   return found;
 }
 
