@@ -1,8 +1,9 @@
 import * as grpc from '@grpc/grpc-js';
-import { Triton, type BoundModel, type Request, type Response } from 'tstriton';
+import type { Triton, BoundModel, Request, Response } from 'tstriton';
 import { loadProtos } from '../../lib/protocol/protos';
 import type { ModelInferRequestMessage } from '../../lib/protocol/messages';
 import { rejectionOf } from '../helpers/caught';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 // A model the server knows but cannot serve now (unloaded, failed to load, still loading) is answered as Triton
 // answers it, over HTTP and gRPC, for inference, metadata and config: 404 / NOT_FOUND when the request names no
@@ -65,13 +66,8 @@ describe.each([
   let base: string;
 
   beforeEach(async () => {
-    triton = new Triton({
-      httpPort: 0,
-      grpcPort: 0,
-      httpAddress: '127.0.0.1',
-      grpcAddress: '127.0.0.1',
-      allowMetrics: false,
-      logLevel: 'silent',
+    triton = loopbackTriton({
+      allowGrpc: true,
       httpThreadCount: threads,
       modelControlMode: 'explicit',
       exitOnError: false,
