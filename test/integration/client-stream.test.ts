@@ -1,9 +1,10 @@
 import { Readable } from 'node:stream';
-import { Triton, tensor, type Request, type Tensor } from 'tstriton';
+import { type Triton, tensor, type Request, type Tensor } from 'tstriton';
 import { ClientError, ModelClient, type StreamOptions, type StreamResponse } from 'tstriton/client';
 import { batch, sample } from 'tstriton/decorators';
 import { bindStreamTokens } from '../../examples/streaming/model';
 import { serverSentEvents } from '../../lib/client/server-sent-events';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 /** What the `words` model saw, counted over all its requests. */
 interface Seen {
@@ -72,7 +73,7 @@ function bindWords(t: Triton): void {
 beforeEach(async () => {
   Object.assign(seen, { started: 0, aborted: 0, closed: 0 });
   signals = new Signals();
-  triton = new Triton({ httpPort: 0, grpcPort: 0, httpAddress: '127.0.0.1', grpcAddress: '127.0.0.1', allowMetrics: false, logLevel: 'silent' });
+  triton = loopbackTriton({ allowGrpc: true });
   bindStreamTokens(triton);
   bindWords(triton);
   triton.bind({

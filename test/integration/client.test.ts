@@ -1,24 +1,16 @@
 import * as grpc from '@grpc/grpc-js';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Triton, tensor, type TritonConfigInit } from 'tstriton';
+import { type Triton, tensor, type TritonConfigInit } from 'tstriton';
 import { ClientError, ModelClient } from 'tstriton/client';
 import { batch, sample } from 'tstriton/decorators';
 import { loadProtos } from '../../lib/protocol/protos';
 import { Gate } from '../helpers/gate';
 import { rejectionOf } from '../helpers/caught';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 
-const BASE: TritonConfigInit = {
-  httpPort: 0,
-  grpcPort: 0,
-  metricsPort: 0,
-  allowMetrics: false,
-  logLevel: 'silent',
-  httpAddress: '127.0.0.1',
-  grpcAddress: '127.0.0.1',
-  strictReadiness: false,
-};
+const BASE: TritonConfigInit = { allowGrpc: true, strictReadiness: false };
 
 let triton: Triton;
 let gate: Gate;
@@ -26,7 +18,7 @@ const clients: ModelClient[] = [];
 
 async function start(config: TritonConfigInit = {}): Promise<void> {
   gate = new Gate();
-  triton = new Triton({ ...BASE, ...config });
+  triton = loopbackTriton({ ...BASE, ...config });
   triton.bind({
     modelName: 'add_sub',
     inferFunc: batch(async (inputs) => {

@@ -1,6 +1,7 @@
-import { Triton, workers, type Tensor } from '../../lib';
+import { type Triton, workers, type Tensor } from '../../lib';
 import { ModelClient } from '../../lib/client';
 import { batch } from '../../decorators';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 const CUSTOM_WORKER = require.resolve('../fixtures/workers/custom-metrics-model.js');
 
@@ -15,7 +16,7 @@ describe('custom metrics', () => {
   let triton: Triton;
 
   beforeAll(async () => {
-    triton = new Triton({ httpPort: 0, metricsPort: 0, httpAddress: '127.0.0.1', metricsAddress: '127.0.0.1', allowGrpc: false, logLevel: 'silent', allowCpuMetrics: false });
+    triton = loopbackTriton({ allowMetrics: true, allowCpuMetrics: false });
     const io = { inputs: [{ name: 'x', dtype: 'FP32' as const, shape: [1] }], outputs: [{ name: 'y', dtype: 'FP32' as const, shape: [1] }] };
     triton.bind({ modelName: 'in_worker', inferFunc: workers({ module: CUSTOM_WORKER, devices: ['cpu'] }), ...io, config: { maxBatchSize: 8 } });
     triton.bind({

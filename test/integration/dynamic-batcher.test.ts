@@ -1,9 +1,10 @@
 import { Cancellation } from '../../lib/base/cancellation';
-import { Triton, type ModelConfigInit, type Request } from '../../lib';
+import type { ModelConfigInit, Request } from '../../lib';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 /** A server with one model whose executions are logged and can be held at will. */
 class Harness {
-  readonly triton = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' });
+  readonly triton = loopbackTriton();
   /** Request ids of each execution, in execution order. */
   readonly executions: string[][] = [];
   private holds: (() => void)[] = [];

@@ -1,8 +1,9 @@
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Triton, type Request, type Response } from 'tstriton';
+import type { Triton, Request, Response } from 'tstriton';
 import { spawnTracked, track } from '../helpers/resources';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 // A front-end thread never waits on the core thread: while an in-process callable holds the core thread (it runs
 // there and does not yield), the front-end threads still answer liveness, readiness, a model's readiness, metadata
@@ -29,9 +30,7 @@ describe('a front-end thread while the core thread is held by a callable', () =>
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'tstriton-held-'));
-    triton = track(
-      new Triton({ httpPort: 0, grpcPort: 0, httpAddress: '127.0.0.1', grpcAddress: '127.0.0.1', allowMetrics: false, logLevel: 'silent', httpThreadCount: 2 }),
-    );
+    triton = track(loopbackTriton({ allowGrpc: true, httpThreadCount: 2 }));
     triton.bind({
       modelName: 'hold',
       // Runs on the core thread (in-process) and holds it: says so in a file, spins for `ms`, then says it let go.

@@ -1,10 +1,11 @@
 import * as grpc from '@grpc/grpc-js';
-import { Triton, tensor, type Request, type Response } from '../../lib';
+import { type Triton, tensor, type Request, type Response } from '../../lib';
 import { loadProtos } from '../../lib/protocol/protos';
 import type { ModelInferRequestMessage, ModelStreamInferResponseMessage } from '../../lib/protocol/messages';
 import type { RequestScheduler } from '../../lib/scheduler/request-scheduler';
 import { ThreadInspector } from '../../bench/harness/thread-inspector';
 import { track } from '../helpers/resources';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 // A front-end thread hands each inference request to the core thread and, while the core runs it, keeps only what
 // answering it needs: its sink and its cancellation. It used to keep the decoded request as well (the listener on
@@ -51,9 +52,7 @@ describe(`a request handed to the core thread from one of ${THREADS} front-end t
   const gate = new Promise<void>((resolve) => (open = resolve));
 
   beforeAll(async () => {
-    triton = track(
-      new Triton({ httpThreadCount: THREADS, allowHttp: false, grpcPort: 0, grpcAddress: '127.0.0.1', allowMetrics: false, logLevel: 'silent' }),
-    );
+    triton = track(loopbackTriton({ allowGrpc: true, httpThreadCount: THREADS, allowHttp: false }));
     // Holds every request until the test opens the gate: they wait in the core, queued or running.
     triton.bind({
       modelName: 'held',

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as http from 'node:http';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { Triton, tensor, type Request, type Response, type Tensor, type TritonConfigInit } from 'tstriton';
+import { type Triton, tensor, type Request, type Response, type Tensor, type TritonConfigInit } from 'tstriton';
 import { ModelClient } from 'tstriton/client';
 import { batch } from 'tstriton/decorators';
 import { bindEchoChat } from '../../examples/chat/model';
@@ -11,6 +11,7 @@ import { loadProtos } from '../../lib/protocol/protos';
 import type { ModelInferRequestMessage, ModelInferResponseMessage, ModelStreamInferResponseMessage } from '../../lib/protocol/messages';
 import { SHM_DIR } from '../../lib/base/shm-dir';
 import { track } from '../helpers/resources';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 // Front-end threads (httpThreadCount: 2) on a real server: requests on separate connections land on both threads
 // (the kernel spreads the connections of a reusePort listener), and everything that is one per server —
@@ -29,13 +30,8 @@ const CONNECTIONS = 24;
 const ONE_ANSWER = 64;
 
 const CONFIG: TritonConfigInit = {
-  httpPort: 0,
-  grpcPort: 0,
+  allowGrpc: true,
   openaiPort: 0,
-  httpAddress: '127.0.0.1',
-  grpcAddress: '127.0.0.1',
-  allowMetrics: false,
-  logLevel: 'silent',
   httpThreadCount: THREADS,
   openai: true,
   allowSharedMemory: true,
@@ -184,7 +180,7 @@ describe(`a server on ${THREADS} front-end threads`, () => {
   const io = { inputs: [{ name: 'x', dtype: 'FP32' as const, shape: [-1] }], outputs: [{ name: 'y', dtype: 'FP32' as const, shape: [-1] }] };
 
   beforeAll(async () => {
-    triton = track(new Triton(CONFIG));
+    triton = track(loopbackTriton(CONFIG));
     triton.bind({ modelName: 'double', inferFunc: double, ...io, config: { maxBatchSize: 8 } });
     // Cuts a batch only once 32 requests wait (or after 30 s): one execution of 32 shows one queue for all threads.
     triton.bind({
@@ -538,7 +534,7 @@ describe(`a server on ${THREADS} front-end threads`, () => {
 
 describe('httpThreadCount with routes on http.router', () => {
   const withRoute = (httpThreadCount: number): Triton => {
-    const triton = track(new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent', httpThreadCount }));
+    const triton = track(loopbackTriton({ httpThreadCount }));
     triton.http.router.get('/hello', (_req, res) => void res.send('hello'));
     return triton;
   };

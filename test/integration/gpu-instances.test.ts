@@ -3,7 +3,7 @@
 // no provider can run fails its load with the message that names the providers. This machine has neither CUDA
 // libraries nor a Vulkan adapter; scripts/gpu-check.sh runs the GPU side on a machine that has one.
 import * as path from 'node:path';
-import { Triton, workers, type TritonConfigInit } from '../../lib';
+import { type Triton, workers, type TritonConfigInit } from '../../lib';
 import { ModelClient } from '../../lib/client';
 import { parseModelConfigText } from '../../lib/config/model-config-text';
 import { formatModelConfigText } from '../../lib/config/model-config-text';
@@ -11,6 +11,7 @@ import { scanRepositories } from '../../lib/repository/model-folder';
 import { repositoryModel } from '../../lib/repository/repository-binding';
 import { track } from '../helpers/resources';
 import { ScratchRepository, indexEntry } from '../helpers/scratch-repository';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 const IDENTITY = path.join(__dirname, '../fixtures/onnx/identity_fp32.onnx');
 const REPORTING = path.join(__dirname, '../fixtures/workers/report-provider-model.js');
@@ -36,7 +37,7 @@ describe('GPU instances without a GPU', () => {
   const model = (name: string, text: string) => repo.model(name, IDENTITY, text);
 
   async function start(settings: TritonConfigInit = {}, before?: (t: Triton) => void): Promise<Triton> {
-    triton = track(new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent', ...settings }));
+    triton = track(loopbackTriton(settings));
     before?.(triton);
     await triton.run();
     base = `http://127.0.0.1:${triton.ports.http}`;
@@ -51,7 +52,7 @@ describe('GPU instances without a GPU', () => {
     if (!folder) throw new Error(`no folder ${name}`);
     const file = path.join(folder.dir, 'config.pbtxt');
     const binding = repositoryModel(folder, parseModelConfigText(folder.configText as string, file), file, false).bindings[0];
-    const offline = new Triton({ allowHttp: false, allowGrpc: false, allowMetrics: false, logLevel: 'silent' });
+    const offline = loopbackTriton({ allowHttp: false });
     try {
       return offline.bind(binding as Parameters<Triton['bind']>[0]).configJson;
     } finally {
@@ -126,7 +127,7 @@ describe('GPU instances without a GPU', () => {
   it('reports the provider each GPU instance says it got, once the instances run', async () => {
     const spec = workers({ module: REPORTING, devices: ['gpu:0', 'gpu:0', 'cpu'], data: { provider: 'webgpu' } });
     let before: Record<string, unknown> | undefined;
-    await start({ allowGrpc: true, grpcPort: 0, grpcAddress: '127.0.0.1' }, (t) => {
+    await start({ allowGrpc: true }, (t) => {
       const bound = t.bind({ modelName: 'reporting', inferFunc: spec, outputs: [{ name: 'provider', dtype: 'BYTES', shape: [1] }], config: { batching: false } });
       before = bound.configJson;
     });

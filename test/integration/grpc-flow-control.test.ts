@@ -1,5 +1,6 @@
 import * as http2 from 'node:http2';
 import { Triton } from '../../lib';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 /** Connects to the gRPC port as an HTTP/2 client and reads what the server announced: its settings and its connection window. */
 async function announced(port: number): Promise<{ streamWindow: number | undefined; connectionWindow: number | undefined }> {
@@ -19,7 +20,7 @@ async function announced(port: number): Promise<{ streamWindow: number | undefin
 
 describe('gRPC HTTP/2 flow-control windows', () => {
   const serve = async (config: { grpcFlowControlWindow?: number }) => {
-    const triton = new Triton({ grpcPort: 0, grpcAddress: '127.0.0.1', allowHttp: false, allowMetrics: false, logLevel: 'silent', ...config });
+    const triton = loopbackTriton({ allowGrpc: true, allowHttp: false, ...config });
     await triton.run();
     return triton;
   };

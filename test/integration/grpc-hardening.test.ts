@@ -5,11 +5,12 @@ import * as http2 from 'node:http2';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import * as grpc from '@grpc/grpc-js';
-import { Triton, type Request, type Response, type TritonConfigInit } from 'tstriton';
+import type { Triton, Request, Response, TritonConfigInit } from 'tstriton';
 import { loadProtos } from '../../lib/protocol/protos';
 import type { ModelInferRequestMessage, ModelInferResponseMessage, ModelStreamInferResponseMessage } from '../../lib/protocol/messages';
 import { rejectionOf } from '../helpers/caught';
 import { forkTracked } from '../helpers/resources';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 const MiB = 1024 * 1024;
 const INFER_PATH = '/inference.GRPCInferenceService/ModelInfer';
@@ -171,20 +172,13 @@ describe('gRPC hardening: a decompression bomb', () => {
 
 // ---- in-process servers ---------------------------------------------------------------------------
 
-const BASE: TritonConfigInit = {
-  httpPort: 0,
-  grpcPort: 0,
-  allowHttp: false,
-  allowMetrics: false,
-  logLevel: 'silent',
-  grpcAddress: '127.0.0.1',
-};
+const BASE: TritonConfigInit = { allowGrpc: true, allowHttp: false };
 
 let triton: Triton | undefined;
 const clients: grpc.Client[] = [];
 
 async function start(config: TritonConfigInit = {}): Promise<number> {
-  triton = new Triton({ ...BASE, ...config });
+  triton = loopbackTriton({ ...BASE, ...config });
   triton.bind({
     modelName: 'identity_fp32',
     inferFunc: async (requests: Request[]) => requests.map((r) => ({ OUTPUT0: r.inputs.INPUT0 as Response[string] })),

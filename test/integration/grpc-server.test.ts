@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { DATA_TYPES, Triton, TritonError, type DataType, type Request, type TritonConfigInit } from 'tstriton';
+import { DATA_TYPES, type Triton, TritonError, type DataType, type Request, type TritonConfigInit } from 'tstriton';
 import { DTYPES } from '../../lib/tensor/dtype';
 import { batch } from 'tstriton/decorators';
 import { loadProtos } from '../../lib/protocol/protos';
@@ -12,6 +12,7 @@ import type {
 } from '../../lib/protocol/messages';
 import { Gate } from '../helpers/gate';
 import { rejectionOf } from '../helpers/caught';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 // ---- helpers -------------------------------------------------------------------------------------
 
@@ -76,16 +77,7 @@ function bindModels(triton: Triton, gate: Gate): void {
   });
 }
 
-const BASE: TritonConfigInit = {
-  httpPort: 0,
-  grpcPort: 0,
-  metricsPort: 0,
-  allowMetrics: false,
-  logLevel: 'silent',
-  httpAddress: '127.0.0.1',
-  grpcAddress: '127.0.0.1',
-  strictReadiness: false,
-};
+const BASE: TritonConfigInit = { allowGrpc: true, strictReadiness: false };
 
 const services = loadProtos('number');
 
@@ -148,7 +140,7 @@ let gate: Gate;
 
 async function start(config: TritonConfigInit = {}): Promise<void> {
   gate = new Gate();
-  triton = new Triton({ ...BASE, ...config });
+  triton = loopbackTriton({ ...BASE, ...config });
   bindModels(triton, gate);
   await triton.run();
   triton.repository.get('not_ready').state = 'LOADING';
@@ -546,7 +538,7 @@ describe('gRPC health and shutdown', () => {
   });
 
   it('does not start the gRPC transport when allowGrpc is false', async () => {
-    triton = new Triton({ ...BASE, allowGrpc: false });
+    triton = loopbackTriton({ ...BASE, allowGrpc: false });
     await triton.run();
     expect(triton.ports.grpc).toBeUndefined();
   });

@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { Triton, tensor, type Request, type Tensor, type TritonConfigInit } from 'tstriton';
+import { type Triton, tensor, type Request, type Tensor, type TritonConfigInit } from 'tstriton';
 import { batch, sample } from 'tstriton/decorators';
 import { bindSequenceAccumulate } from '../../examples/sequence/model';
 import { loadProtos } from '../../lib/protocol/protos';
@@ -7,6 +7,7 @@ import type { InferParameterMap, ModelInferRequestMessage, ModelStreamInferRespo
 import type { InferCall, ResponseSink } from '../../lib/server/infer-entry';
 import { Gate } from '../helpers/gate';
 import { track } from '../helpers/resources';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 // A ModelStreamInfer stream answers the requests of models that are not decoupled in the order they arrived, as
 // Triton's stream handler does, whichever stage answers one first: an error found while decoding (on a front-end
@@ -17,15 +18,7 @@ import { track } from '../helpers/resources';
 const services = loadProtos('number');
 const STREAM = services.inference.ModelStreamInfer as grpc.MethodDefinition<ModelInferRequestMessage, ModelStreamInferResponseMessage>;
 
-const CONFIG: TritonConfigInit = {
-  httpPort: 0,
-  grpcPort: 0,
-  httpAddress: '127.0.0.1',
-  grpcAddress: '127.0.0.1',
-  allowMetrics: false,
-  logLevel: 'silent',
-  exitTimeoutSeconds: 5,
-};
+const CONFIG: TritonConfigInit = { allowGrpc: true, exitTimeoutSeconds: 5 };
 
 const FP32 = { inputs: [{ name: 'INPUT0', dtype: 'FP32' as const, shape: [-1] }], outputs: [{ name: 'OUTPUT0', dtype: 'FP32' as const, shape: [-1] }] };
 
@@ -126,7 +119,7 @@ describe.each([1, 2])('a ModelStreamInfer stream on %i front-end thread(s)', (th
   let gate: Gate;
 
   beforeAll(async () => {
-    triton = track(new Triton({ ...CONFIG, httpThreadCount: threads }));
+    triton = track(loopbackTriton({ ...CONFIG, httpThreadCount: threads }));
     bindSequenceAccumulate(triton);
     triton.bind({ modelName: 'slow', inferFunc: (requests: Request[]) => gate.callable(requests), ...FP32, config: { maxBatchSize: 8 } });
     triton.bind({ modelName: 'fast', inferFunc: batch(async ({ INPUT0 }: Record<string, Tensor>) => ({ OUTPUT0: INPUT0! })), ...FP32, config: { maxBatchSize: 8 } });

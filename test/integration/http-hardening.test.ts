@@ -1,6 +1,7 @@
 import * as net from 'node:net';
-import { Triton } from 'tstriton';
+import type { Triton } from 'tstriton';
 import { batch } from 'tstriton/decorators';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 // Requests that went wrong before reaching a model: malformed %-escapes in paths (one ended the process),
 // requests node's HTTP parser refuses, absolute-form targets. Raw sockets, so that nothing is cleaned up on
@@ -10,7 +11,7 @@ let triton: Triton;
 let port: number;
 
 beforeAll(async () => {
-  triton = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent', allowSharedMemory: true });
+  triton = loopbackTriton({ allowSharedMemory: true });
   triton.bind({
     modelName: 'double',
     inferFunc: batch(async ({ INPUT0 }) => ({ OUTPUT0: { ...INPUT0!, data: (INPUT0!.data as Float32Array).map((v) => v * 2) } })),
@@ -146,7 +147,7 @@ describe('absolute-form request targets and restricted APIs', () => {
   let restricted: Triton;
   let restrictedPort: number;
   beforeAll(async () => {
-    restricted = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent', httpRestrictedApi: 'inference:infer-key=i' });
+    restricted = loopbackTriton({ httpRestrictedApi: 'inference:infer-key=i' });
     restricted.bind({
       modelName: 'double',
       inferFunc: batch(async ({ INPUT0 }) => ({ OUTPUT0: { ...INPUT0!, data: (INPUT0!.data as Float32Array).map((v) => v * 2) } })),

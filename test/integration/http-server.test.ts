@@ -1,9 +1,10 @@
 import { gzipSync, gunzipSync } from 'node:zlib';
 import { Triton, TritonError, UnrecoverableError, tensor, type Request } from '../../lib';
 import { batch } from '../../decorators';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 function newTriton(): Triton {
-  return new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent', exitTimeoutSeconds: 5 });
+  return loopbackTriton({ exitTimeoutSeconds: 5 });
 }
 
 /** A promise with its resolve function, to hold a callable until the test releases it. */

@@ -1,6 +1,7 @@
 import { Triton, tensor, type Tensor } from '../../lib';
 import { ModelClient } from '../../lib/client';
 import { batch, sample as perSample } from '../../decorators';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 /** Every sample of one family in Prometheus text, as `{ labels, value }`. */
 function samples(text: string, name: string): { labels: Record<string, string>; value: number }[] {
@@ -28,14 +29,9 @@ describe('latency, CPU and batch metrics', () => {
   });
 
   it('summaries agree with the statistics, quantiles lie within the client latency, decoupled models get a first-response histogram', async () => {
-    triton = new Triton({
-      httpPort: 0,
-      grpcPort: 0,
-      metricsPort: 0,
-      httpAddress: '127.0.0.1',
-      grpcAddress: '127.0.0.1',
-      metricsAddress: '127.0.0.1',
-      logLevel: 'silent',
+    triton = loopbackTriton({
+      allowGrpc: true,
+      allowMetrics: true,
       metricsConfig: 'summary_latencies=true;histogram_latencies=true;summary_quantiles=0.5:0.05,0.9:0.01,0.99:0.001',
     });
     triton.bind({
@@ -116,7 +112,7 @@ describe('latency, CPU and batch metrics', () => {
   });
 
   it('keeps summaries off by default, as Triton; counter_latencies=false drops the duration counters', async () => {
-    triton = new Triton({ httpPort: 0, metricsPort: 0, httpAddress: '127.0.0.1', metricsAddress: '127.0.0.1', allowGrpc: false, logLevel: 'silent', metricsConfig: 'counter_latencies=false', allowCpuMetrics: false });
+    triton = loopbackTriton({ allowMetrics: true, metricsConfig: 'counter_latencies=false', allowCpuMetrics: false });
     triton.bind({ modelName: 'm', inferFunc: async (rs) => rs.map((r) => ({ y: r.inputs.x! })), inputs: [{ name: 'x', dtype: 'FP32', shape: [1] }], outputs: [{ name: 'y', dtype: 'FP32', shape: [1] }] });
     await triton.run();
     expect(triton.repository.get('m')!.statistics.observer).toBeUndefined();
@@ -138,7 +134,7 @@ describe('GPU metrics', () => {
   });
 
   const start = async (init: { nvidiaSmiPath?: string; allowGpuMetrics?: boolean }) => {
-    triton = new Triton({ httpPort: 0, metricsPort: 0, httpAddress: '127.0.0.1', metricsAddress: '127.0.0.1', allowGrpc: false, logLevel: 'silent', ...init });
+    triton = loopbackTriton({ allowMetrics: true, ...init });
     await triton.run();
     return (await fetch(`http://127.0.0.1:${triton.ports.metrics}/metrics`)).text();
   };

@@ -1,10 +1,11 @@
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { Triton, type BoundModel, type Request, type Response } from 'tstriton';
+import type { Triton, BoundModel, Request, Response } from 'tstriton';
 import { loadProtos } from '../../lib/protocol/protos';
 import type { ModelInferRequestMessage } from '../../lib/protocol/messages';
 import { rejectionOf } from '../helpers/caught';
+import { loopbackTriton } from '../helpers/loopback-triton';
 import { ScratchRepository } from '../helpers/scratch-repository';
 
 // A model the server knows but cannot serve now (unloaded, failed to load, still loading) is answered as Triton
@@ -87,13 +88,8 @@ describe.each([
     repo = new ScratchRepository();
     repo.model('badconfig', SCRIPT, BROKEN_CONFIG, 'model.ts');
     repo.model('later', SCRIPT, BROKEN_CONFIG, 'model.ts');
-    triton = new Triton({
-      httpPort: 0,
-      grpcPort: 0,
-      httpAddress: '127.0.0.1',
-      grpcAddress: '127.0.0.1',
-      allowMetrics: false,
-      logLevel: 'silent',
+    triton = loopbackTriton({
+      allowGrpc: true,
       httpThreadCount: threads,
       modelControlMode: 'explicit',
       modelRepository: [repo.root],

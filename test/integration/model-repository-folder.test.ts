@@ -3,6 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { Triton, type TritonConfigInit } from '../../lib';
 import { track } from '../helpers/resources';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 const IDENTITY = path.join(__dirname, '../fixtures/onnx/identity_fp32.onnx');
 const SCRIPT = path.join(__dirname, '../fixtures/repository/scale_model.ts');
@@ -59,7 +60,7 @@ describe('serving a model repository folder', () => {
   });
 
   async function start(config: TritonConfigInit = {}): Promise<Triton> {
-    triton = track(new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent', modelRepository: [repo.root], ...config }));
+    triton = track(loopbackTriton({ modelRepository: [repo.root], ...config }));
     await triton.run();
     base = `http://127.0.0.1:${triton.ports.http}`;
     return triton;

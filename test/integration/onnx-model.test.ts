@@ -1,8 +1,9 @@
 import * as path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { Triton, onnxModel } from '../../lib';
+import { type Triton, onnxModel } from '../../lib';
 import type { Model } from '../../lib/model';
 import { track } from '../helpers/resources';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 const fixture = (name: string) => path.join(__dirname, '../fixtures/onnx', name);
 
@@ -12,7 +13,7 @@ describe('ONNX models', () => {
 
   beforeAll(async () => {
     // Tracked: stopped after the file even if this hook times out while the sessions load.
-    triton = track(new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' }));
+    triton = track(loopbackTriton());
     triton.bind({ modelName: 'matmul', inferFunc: onnxModel({ path: fixture('matmul_256.onnx'), maxBatchSize: 16, intraOpNumThreads: 1 }) });
     triton.bind({ modelName: 'mixed', inferFunc: onnxModel({ path: fixture('mixed_types.onnx'), intraOpNumThreads: 1 }) });
     triton.bind({ modelName: 'fixed', inferFunc: onnxModel({ path: fixture('fixed_shape.onnx'), intraOpNumThreads: 1 }) });
@@ -100,7 +101,7 @@ describe('ONNX models', () => {
   });
 
   it('rejects overrides that disagree with the model, naming the tensor', () => {
-    const t = new Triton({ allowHttp: false, allowGrpc: false, allowMetrics: false, logLevel: 'silent' });
+    const t = loopbackTriton({ allowHttp: false });
     const spec = onnxModel({ path: fixture('mixed_types.onnx') });
     expect(() => t.bind({ modelName: 'a', inferFunc: spec, inputs: [{ name: 'ids', dtype: 'INT32', shape: [3] }, { name: 'mask', dtype: 'BOOL', shape: [3] }, { name: 'x', dtype: 'FP64', shape: [-1] }, { name: 'h', dtype: 'FP16', shape: [2] }] })).toThrow(
       /input 'ids' is INT64 in the model, not INT32/,

@@ -4,12 +4,13 @@
 // settings onnxruntime-node cannot honour, fail the load naming the field.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { Triton, onnxModel } from '../../lib';
+import { type Triton, onnxModel } from '../../lib';
 import { formatModelConfigText, parseModelConfigText } from '../../lib/config/model-config-text';
 import { scanRepositories } from '../../lib/repository/model-folder';
 import { repositoryModel } from '../../lib/repository/repository-binding';
 import { track } from '../helpers/resources';
 import { ScratchRepository, indexEntry } from '../helpers/scratch-repository';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 const MATMUL = path.join(__dirname, '../fixtures/onnx/matmul_256.onnx');
 
@@ -37,9 +38,7 @@ describe('onnxruntime session settings in config.pbtxt', () => {
   const model = (name: string, text: string) => repo.model(name, MATMUL, text);
 
   async function start(explicit: boolean): Promise<void> {
-    triton = track(
-      new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent', modelRepository: [repo.root], ...(explicit ? { modelControlMode: 'explicit' } : {}) }),
-    );
+    triton = track(loopbackTriton({ modelRepository: [repo.root], ...(explicit ? { modelControlMode: 'explicit' } : {}) }));
     await triton.run();
     base = `http://127.0.0.1:${triton.ports.http}`;
   }
@@ -122,7 +121,7 @@ describe('onnxruntime session settings in config.pbtxt', () => {
   });
 
   it("reports onnxModel()'s session options as the backend's parameters, which read back to the same options", async () => {
-    triton = track(new Triton({ allowHttp: false, allowGrpc: false, allowMetrics: false, logLevel: 'silent' }));
+    triton = track(loopbackTriton({ allowHttp: false }));
     const options = {
       intraOpNumThreads: 2,
       interOpNumThreads: 3,

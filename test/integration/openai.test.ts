@@ -1,10 +1,9 @@
 import OpenAI from 'openai';
-import { Triton, tensor, withParameters, type Request, type Tensor } from '../../lib';
+import { type Triton, tensor, withParameters, type Request, type Tensor, type TritonConfigInit } from '../../lib';
 import { sample } from '../../decorators';
 import { bindEchoChat } from '../../examples/chat/model';
 import { bindEmbedText } from '../../examples/response-cache/model';
-
-const quiet = { httpAddress: '127.0.0.1', httpPort: 0, allowGrpc: false, allowMetrics: false, logLevel: 'silent' as const };
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 /** Polls `ok` until it holds (the server's side of a cancellation finishes after the client has left). */
 async function until(ok: () => boolean): Promise<void> {
@@ -22,7 +21,7 @@ describe('OpenAI-compatible API', () => {
 
   beforeEach(async () => {
     Object.assign(ticker, { started: 0, yielded: 0, closed: 0 });
-    triton = new Triton({ ...quiet, openai: true, responseCacheByteSize: 1024 * 1024 });
+    triton = loopbackTriton({ openai: true, responseCacheByteSize: 1024 * 1024 });
     bindEchoChat(triton);
     bindEmbedText(triton);
     // Non-decoupled: answers with its prompt, so that the chat template's work shows.
@@ -391,8 +390,8 @@ describe('OpenAI-compatible API settings', () => {
     triton = undefined;
   });
 
-  const start = async (init: ConstructorParameters<typeof Triton>[0]) => {
-    triton = new Triton({ ...quiet, ...init });
+  const start = async (init: TritonConfigInit) => {
+    triton = loopbackTriton(init);
     bindEchoChat(triton);
     await triton.run();
     return `http://127.0.0.1:${triton.ports.http}`;
@@ -447,7 +446,7 @@ describe('OpenAI-compatible API settings', () => {
   });
 
   it('refuses an invalid chat template at bind', () => {
-    triton = new Triton({ ...quiet, openai: true });
+    triton = loopbackTriton({ openai: true });
     expect(() =>
       triton!.bind({
         modelName: 'bad_template',

@@ -1,8 +1,9 @@
 import { existsSync } from 'node:fs';
 import { chromium, type Browser } from 'playwright-core';
-import { Triton } from '../../lib';
+import type { Triton } from '../../lib';
 import { bindOpenApiModels } from '../helpers/openapi-models';
 import { track } from '../helpers/resources';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 // The API reference page in a real browser: Debian's headless Chromium (scripts/install-test-tools.sh installs it),
 // driven by playwright-core, which downloads no browser. Timeouts are sized for a busy 2-core machine: Chromium
@@ -22,7 +23,7 @@ describe('the API reference page in Chromium', () => {
 
   beforeAll(async () => {
     if (CHROMIUM === undefined) throw new Error('no Chromium: run scripts/install-test-tools.sh (Debian package chromium) or set CHROMIUM_PATH');
-    triton = track(new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent', exitTimeoutSeconds: 5 }));
+    triton = track(loopbackTriton({ exitTimeoutSeconds: 5 }));
     bindOpenApiModels(triton);
     await triton.run();
     base = `http://127.0.0.1:${triton.ports.http}`;
@@ -82,9 +83,7 @@ describe('the API reference page in Chromium', () => {
   });
 
   it("asks for a restricted metadata group's key, then loads the model's document with it; Authorize sends another group's", async () => {
-    const restricted = track(
-      new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent', exitTimeoutSeconds: 5, httpRestrictedApi: 'metadata:meta-key=s3cret;inference:infer-key=k2' }),
-    );
+    const restricted = track(loopbackTriton({ exitTimeoutSeconds: 5, httpRestrictedApi: 'metadata:meta-key=s3cret;inference:infer-key=k2' }));
     try {
       bindOpenApiModels(restricted);
       await restricted.run();

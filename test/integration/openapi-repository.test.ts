@@ -1,10 +1,11 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { Triton } from '../../lib';
+import type { Triton } from '../../lib';
 import type { OpenApiDocument } from '../../lib/server/openapi/json-schema';
 import { componentValidator, validateOpenApi } from '../helpers/openapi-check';
 import { track } from '../helpers/resources';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 const IDENTITY = path.join(__dirname, '../fixtures/onnx/identity_fp32.onnx');
 
@@ -23,12 +24,7 @@ describe('OpenAPI documents of a model repository, on front-end threads', () => 
       fs.writeFileSync(path.join(root, model, 'config.pbtxt'), 'platform: "onnxruntime_onnx"\nmax_batch_size: 4\n');
     }
     triton = track(
-      new Triton({
-        httpPort: 0,
-        httpAddress: '127.0.0.1',
-        allowGrpc: false,
-        allowMetrics: false,
-        logLevel: 'silent',
+      loopbackTriton({
         exitTimeoutSeconds: 5,
         httpThreadCount: 2,
         modelRepository: [root],

@@ -1,13 +1,14 @@
-import { Triton, type TritonConfigInit } from '../../lib';
+import type { Triton, TritonConfigInit } from '../../lib';
 import type { OpenApiDocument } from '../../lib/server/openapi/json-schema';
 import { componentValidator, schemaValidator, validateOpenApi } from '../helpers/openapi-check';
 import { bindOpenApiModels } from '../helpers/openapi-models';
 import { track } from '../helpers/resources';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 const MODELS = ['add_sub', 'mixed', 'plain'];
 
 async function start(config: TritonConfigInit = {}): Promise<{ triton: Triton; base: string }> {
-  const triton = track(new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent', exitTimeoutSeconds: 5, ...config }));
+  const triton = track(loopbackTriton({ exitTimeoutSeconds: 5, ...config }));
   bindOpenApiModels(triton);
   await triton.run();
   return { triton, base: `http://127.0.0.1:${triton.ports.http}` };

@@ -1,19 +1,15 @@
-import { Triton, type ParameterValue, type Tensor } from '../../lib';
+import type { Triton, ParameterValue, Tensor } from '../../lib';
 import { ModelClient } from '../../lib/client';
 import { batch } from '../../decorators';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 describe('request parameters and forwarded headers', () => {
   let triton: Triton;
   const seen: Record<string, ParameterValue>[][] = [];
 
   beforeAll(async () => {
-    triton = new Triton({
-      httpPort: 0,
-      grpcPort: 0,
-      httpAddress: '127.0.0.1',
-      grpcAddress: '127.0.0.1',
-      allowMetrics: false,
-      logLevel: 'silent',
+    triton = loopbackTriton({
+      allowGrpc: true,
       httpHeaderForwardPattern: 'x-tenant|x-trace-.*',
       grpcHeaderForwardPattern: 'x-tenant',
     });

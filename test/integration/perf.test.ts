@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Triton, type TritonConfigInit } from 'tstriton';
+import type { Triton, TritonConfigInit } from 'tstriton';
 import { bindAddSub } from '../../examples/add-sub/model';
 import { bindSequenceAccumulate } from '../../examples/sequence/model';
 import { bindStreamTokens } from '../../examples/streaming/model';
@@ -10,6 +10,7 @@ import { runPerf } from '../../lib/perf/run-perf';
 import type { PerfOptions, PerfReport } from '../../lib/perf/perf-types';
 import { makeTestCertificates, type TestCertificates } from '../helpers/certificates';
 import { exitingWithParent, track } from '../helpers/resources';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 // `tstriton perf` against a real tstriton server on port 0: what perf counts is held against the server's own
 // statistics. Between steps perf lets every request in flight finish, so the requests a run completed in all equal
@@ -22,7 +23,7 @@ jest.setTimeout(180_000);
 const ROOT = join(__dirname, '..', '..');
 const CLI = ['--require', join(ROOT, 'lib/instances/worker/register-ts.js'), join(ROOT, 'lib/cli/main.ts')];
 
-const CONFIG: TritonConfigInit = { httpPort: 0, grpcPort: 0, httpAddress: '127.0.0.1', grpcAddress: '127.0.0.1', allowMetrics: false, allowSharedMemory: true, logLevel: 'silent', exitTimeoutSeconds: 5 };
+const CONFIG: TritonConfigInit = { allowGrpc: true, allowSharedMemory: true, exitTimeoutSeconds: 5 };
 
 /** Short windows: the test checks counts, not rates. */
 const MEASURE = { measurementIntervalMs: 400, maxTrials: 3 } as const;
@@ -85,7 +86,7 @@ describe.each([
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'tstriton-perf-'));
-    triton = track(new Triton({ ...CONFIG, httpThreadCount }));
+    triton = track(loopbackTriton({ ...CONFIG, httpThreadCount }));
     bindAddSub(triton);
     bindSequenceAccumulate(triton);
     bindStreamTokens(triton);
@@ -251,7 +252,7 @@ describe('tstriton perf over mutual TLS (HTTPS and gRPC)', () => {
     certificates = makeTestCertificates('perf-tls');
     const { server, ca } = certificates.files;
     triton = track(
-      new Triton({
+      loopbackTriton({
         ...CONFIG,
         httpUseSsl: true,
         httpUseSslMutual: true,
@@ -308,7 +309,7 @@ describe('the tstriton perf command line', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'tstriton-perf-'));
-    triton = track(new Triton(CONFIG));
+    triton = track(loopbackTriton(CONFIG));
     bindAddSub(triton);
     await triton.run();
   });

@@ -1,7 +1,6 @@
-import { Triton, ensemble, tensor, type Request, type Tensor } from '../../lib';
+import { type Triton, ensemble, tensor, type Request, type Tensor } from '../../lib';
 import { batch } from '../../decorators';
-
-const quiet = { httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' as const };
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 /** Binds `scale` (y = 2x), `shift` (y = x + 1) and `fail` (always throws) FP32 [-1] models, batching up to 8. */
 function bindSteps(triton: Triton, executions: Record<string, number[]> = {}): void {
@@ -57,7 +56,7 @@ describe('ensembles', () => {
   });
 
   it('runs steps in order, batches them with other traffic, and reports Triton ensemble config', async () => {
-    triton = new Triton({ ...quiet, httpPort: 0 });
+    triton = loopbackTriton();
     const executions: Record<string, number[]> = {};
     bindSteps(triton, executions);
     triton.bind({
@@ -83,7 +82,7 @@ describe('ensembles', () => {
   });
 
   it('answers a repeated request to an ensemble with responseCache from the cache, running no step', async () => {
-    triton = new Triton({ ...quiet, httpPort: 0, responseCacheByteSize: 1 << 16 });
+    triton = loopbackTriton({ responseCacheByteSize: 1 << 16 });
     const executions: Record<string, number[]> = {};
     bindSteps(triton, executions);
     triton.bind({
@@ -103,7 +102,7 @@ describe('ensembles', () => {
   });
 
   it('a failing step fails the request with the step model named', async () => {
-    triton = new Triton({ ...quiet, httpPort: 0 });
+    triton = loopbackTriton();
     bindSteps(triton);
     triton.bind({ modelName: 'broken', inferFunc: ensemble({ steps: [{ modelName: 'fail', inputMap: { x: 'IN' }, outputMap: { y: 'OUT' } }] }), ...io });
     await triton.run();
@@ -128,13 +127,13 @@ describe('ensembles', () => {
       { modelName: 'fail', inputMap: { x: 'IN' }, outputMap: { y: 'OUT' } },
     ], /has a cycle through step 0 \(model 'scale'\), step 1 \(model 'shift'\)/],
   ])('rejects %s at bind', (_what, steps, message) => {
-    triton = new Triton({ ...quiet, allowHttp: false });
+    triton = loopbackTriton({ allowHttp: false });
     bindSteps(triton);
     expect(() => triton.bind({ modelName: 'e', inferFunc: ensemble({ steps }), ...io })).toThrow(message);
   });
 
   it('rejects a dtype that changes between steps', () => {
-    triton = new Triton({ ...quiet, allowHttp: false });
+    triton = loopbackTriton({ allowHttp: false });
     bindSteps(triton);
     triton.bind({
       modelName: 'ints',
@@ -165,7 +164,7 @@ describe('BLS', () => {
   });
 
   it('a callable calls other models, stops early, and sees callee errors with the callee named', async () => {
-    triton = new Triton({ ...quiet, httpPort: 0 });
+    triton = loopbackTriton();
     const executions: Record<string, number[]> = {};
     bindSteps(triton, executions);
     triton.bind({
@@ -193,7 +192,7 @@ describe('BLS', () => {
   });
 
   it('detects a model calling itself with too few instances instead of hanging', async () => {
-    triton = new Triton({ ...quiet, httpPort: 0 });
+    triton = loopbackTriton();
     triton.bind({
       modelName: 'recursive',
       inferFunc: async (requests: Request[]) =>
@@ -207,10 +206,10 @@ describe('BLS', () => {
   });
 
   it('calls a model on a second server over HTTP and gRPC URLs', async () => {
-    const remote = new Triton({ ...quiet, httpPort: 0, grpcPort: 0, allowGrpc: true, grpcAddress: '127.0.0.1' });
+    const remote = loopbackTriton({ allowGrpc: true });
     bindSteps(remote);
     await remote.run();
-    triton = new Triton({ ...quiet, httpPort: 0 });
+    triton = loopbackTriton();
     triton.bind({
       modelName: 'proxy',
       inferFunc: async (requests: Request[]) =>

@@ -1,12 +1,13 @@
 import * as path from 'node:path';
-import { Triton, tensor, workers, type Request, type Response, type Tensor } from '../../lib';
+import { type Triton, tensor, workers, type Request, type Response, type Tensor } from '../../lib';
 import { batch, groupByKeys, padBatch, type BatchContext } from '../../decorators';
 import { bindRaggedSum } from '../../examples/ragged/model';
 import { track } from '../helpers/resources';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 /** A server with what `bind` binds, stopped after the test (tracked). */
 async function start(bind: (t: Triton) => void): Promise<Triton> {
-  const triton = track(new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' }));
+  const triton = track(loopbackTriton());
   bind(triton);
   await triton.run();
   return triton;

@@ -4,9 +4,10 @@ import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { Triton, type TritonConfigInit } from 'tstriton';
+import type { Triton, TritonConfigInit } from 'tstriton';
 import { loadProtos } from '../../lib/protocol/protos';
 import { spawnTracked } from '../helpers/resources';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 // The model repository's load API and config fields never lead outside the repository: model names, the files
 // a load request sends, and the files a config names. A model folder beside the repository ("outside") holds
@@ -122,13 +123,8 @@ afterEach(async () => {
 });
 
 async function start(config: TritonConfigInit = {}): Promise<Triton> {
-  triton = new Triton({
-    httpPort: 0,
-    grpcPort: 0,
-    httpAddress: '127.0.0.1',
-    grpcAddress: '127.0.0.1',
-    allowMetrics: false,
-    logLevel: 'silent',
+  triton = loopbackTriton({
+    allowGrpc: true,
     modelRepository: [repo],
     modelControlMode: 'explicit',
     ...config,

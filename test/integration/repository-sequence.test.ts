@@ -1,8 +1,9 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { Triton } from '../../lib';
+import type { Triton } from '../../lib';
 import { track } from '../helpers/resources';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 const ACCUMULATE = path.join(__dirname, '../fixtures/repository/accumulate_model.ts');
 
@@ -26,7 +27,7 @@ describe('a model repository with sequence_batching and ragged batching in confi
   };
 
   async function start(): Promise<string> {
-    triton = track(new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent', modelRepository: [root] }));
+    triton = track(loopbackTriton({ modelRepository: [root] }));
     await triton.run();
     return `http://127.0.0.1:${triton.ports.http}`;
   }

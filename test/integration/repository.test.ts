@@ -1,5 +1,6 @@
 import * as path from 'node:path';
-import { Triton, ensemble, workers, type Request, type Response } from '../../lib';
+import { type Triton, ensemble, workers, type Request, type Response } from '../../lib';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 const ECHO = path.join(__dirname, '../fixtures/workers/echo-model.js');
 const io = { inputs: [{ name: 'x', dtype: 'FP32' as const, shape: [-1] }], outputs: [{ name: 'y', dtype: 'FP32' as const, shape: [-1] }] };
@@ -28,7 +29,7 @@ describe('model repository extension', () => {
 
   beforeEach(async () => {
     doubler = new Doubler();
-    triton = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent', modelControlMode: 'explicit' });
+    triton = loopbackTriton({ modelControlMode: 'explicit' });
     triton.bind({ modelName: 'double', inferFunc: doubler, ...io, config: { batching: false } });
     triton.bind({
       modelName: 'worker_echo',

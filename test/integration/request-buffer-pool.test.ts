@@ -1,6 +1,7 @@
-import { Triton, type Tensor, type TritonConfigInit } from 'tstriton';
+import type { Triton, Tensor, TritonConfigInit } from 'tstriton';
 import { ModelClient } from 'tstriton/client';
 import { batch } from 'tstriton/decorators';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 /** 2 MiB of FP32: above the pool's 1 MiB threshold. */
 const LARGE = 512 * 1024;
@@ -12,7 +13,7 @@ let kept: Tensor[] = [];
 
 async function serve(config: TritonConfigInit = {}): Promise<void> {
   kept = [];
-  triton = new Triton({ httpPort: 0, grpcPort: 0, httpAddress: '127.0.0.1', grpcAddress: '127.0.0.1', allowMetrics: false, logLevel: 'silent', ...config });
+  triton = loopbackTriton({ allowGrpc: true, ...config });
   triton.bind({
     modelName: 'identity',
     inferFunc: batch((inputs: Record<string, Tensor>) => {

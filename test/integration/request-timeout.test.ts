@@ -1,4 +1,5 @@
-import { Triton, type Request, type Response } from 'tstriton';
+import type { Triton, Request, Response } from 'tstriton';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 // A request's `timeout` parameter beyond what a timer can hold (setTimeout keeps at most 2^31-1 ms, about 24.8
 // days, and fires at once past it) means no deadline: the request runs to its answer.
@@ -7,7 +8,7 @@ let triton: Triton;
 let release!: () => void;
 
 beforeAll(async () => {
-  triton = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' });
+  triton = loopbackTriton();
   triton.bind({
     modelName: 'held',
     // Answers once the test releases it, so that a deadline firing at once would be seen first.

@@ -1,5 +1,6 @@
 import * as path from 'node:path';
-import { Triton, TritonConfig, TritonError, workers, type Request, type Response } from '../../lib';
+import { type Triton, TritonConfig, TritonError, workers, type Request, type Response } from '../../lib';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 const ECHO = path.join(__dirname, '../fixtures/workers/echo-model.js');
 
@@ -16,8 +17,6 @@ interface Stats {
   inference_stats: Record<'success' | 'queue' | 'compute_infer' | 'cache_hit' | 'cache_miss', { count: number; ns: number }>;
 }
 
-const options = { httpPort: 0, metricsPort: 0, httpAddress: '127.0.0.1', metricsAddress: '127.0.0.1', allowGrpc: false, logLevel: 'silent' } as const;
-
 describe('response cache', () => {
   let triton: Triton;
   let base: string;
@@ -33,7 +32,7 @@ describe('response cache', () => {
 
   beforeEach(async () => {
     ran = [];
-    triton = new Triton({ ...options, responseCacheByteSize: 1 << 20 });
+    triton = loopbackTriton({ allowMetrics: true, responseCacheByteSize: 1 << 20 });
     const io = { inputs: [{ name: 'x', dtype: 'FP32', shape: [-1] }], outputs: [{ name: 'y', dtype: 'FP32', shape: [-1] }, { name: 'z', dtype: 'FP32', shape: [-1] }] } as const;
     triton.bind({ modelName: 'cached', inferFunc: double, ...io, config: { maxBatchSize: 8, responseCache: true } });
     triton.bind({ modelName: 'uncached', inferFunc: double, ...io, config: { maxBatchSize: 8 } });
@@ -116,7 +115,7 @@ describe('response cache', () => {
   });
 
   it('does not cache failures', async () => {
-    const failing = new Triton({ ...options, responseCacheByteSize: 1 << 20 });
+    const failing = loopbackTriton({ allowMetrics: true, responseCacheByteSize: 1 << 20 });
     let calls = 0;
     failing.bind({
       modelName: 'flaky',
@@ -148,17 +147,17 @@ describe('response cache configuration', () => {
   const echo = async (rs: Request[]) => rs.map((r) => ({ y: r.inputs.x! }));
 
   it('refuses a model that enables it on a server without a cache, naming the setting', () => {
-    const triton = new Triton({ ...options });
+    const triton = loopbackTriton({ allowMetrics: true });
     expect(() => triton.bind({ modelName: 'm', inferFunc: echo, ...io, config: { responseCache: true } })).toThrow(/responseCacheByteSize/);
   });
 
   it('refuses a decoupled model', () => {
-    const triton = new Triton({ ...options, responseCacheByteSize: 1024 });
+    const triton = loopbackTriton({ allowMetrics: true, responseCacheByteSize: 1024 });
     expect(() => triton.bind({ modelName: 'm', inferFunc: echo, ...io, config: { responseCache: true, decoupled: true } })).toThrow(/decoupled models cannot use the response cache/);
   });
 
   it('takes its size from TSTRITON_RESPONSE_CACHE_BYTE_SIZE and rejects a negative one', () => {
     expect(TritonConfig.fromEnv({ TSTRITON_RESPONSE_CACHE_BYTE_SIZE: '4096' }).responseCacheByteSize).toBe(4096);
-    expect(() => new Triton({ ...options, responseCacheByteSize: -1 })).toThrow(/responseCacheByteSize/);
+    expect(() => loopbackTriton({ allowMetrics: true, responseCacheByteSize: -1 })).toThrow(/responseCacheByteSize/);
   });
 });

@@ -1,6 +1,7 @@
-import { RESPONSE_PARAMETERS, Triton, tensor, withParameters, workers, type Tensor } from '../../lib';
+import { RESPONSE_PARAMETERS, type Triton, tensor, withParameters, workers, type Tensor } from '../../lib';
 import { ModelClient, parametersOf } from '../../lib/client';
 import { batch, sample } from '../../decorators';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 const PARAMETERS_WORKER = require.resolve('../fixtures/workers/parameters-model.js');
 
@@ -8,7 +9,7 @@ describe('response parameters', () => {
   let triton: Triton;
 
   beforeAll(async () => {
-    triton = new Triton({ httpPort: 0, grpcPort: 0, httpAddress: '127.0.0.1', grpcAddress: '127.0.0.1', allowMetrics: false, logLevel: 'silent' });
+    triton = loopbackTriton({ allowGrpc: true });
     const io = { inputs: [{ name: 'x', dtype: 'FP32' as const, shape: [1] }], outputs: [{ name: 'y', dtype: 'FP32' as const, shape: [1] }] };
     triton.bind({
       modelName: 'batched',

@@ -1,19 +1,13 @@
 import * as grpc from '@grpc/grpc-js';
 import * as nodeHttp from 'node:http';
-import { Triton, type TritonConfigInit } from 'tstriton';
+import type { Triton, TritonConfigInit } from 'tstriton';
 import { batch } from 'tstriton/decorators';
 import { loadProtos } from '../../lib/protocol/protos';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 // Restricted APIs (`httpRestrictedApi`, `grpcRestrictedProtocol`) and model control mode on real servers.
 
-const BASE: TritonConfigInit = {
-  httpPort: 0,
-  grpcPort: 0,
-  allowMetrics: false,
-  logLevel: 'silent',
-  httpAddress: '127.0.0.1',
-  grpcAddress: '127.0.0.1',
-};
+const BASE: TritonConfigInit = { allowGrpc: true };
 
 const services = loadProtos('number');
 
@@ -21,7 +15,7 @@ let triton: Triton;
 let grpcClient: grpc.Client | undefined;
 
 async function start(config: TritonConfigInit): Promise<void> {
-  triton = new Triton({ ...BASE, ...config });
+  triton = loopbackTriton({ ...BASE, ...config });
   triton.bind({
     modelName: 'double',
     inferFunc: batch(async ({ INPUT0 }) => ({ OUTPUT0: { ...INPUT0!, data: (INPUT0!.data as Float32Array).map((v) => v * 2) } })),
@@ -84,7 +78,7 @@ describe('model control mode', () => {
   });
 
   it('rejects an unknown mode at construction, naming the field', () => {
-    expect(() => new Triton({ ...BASE, modelControlMode: 'sometimes' as never })).toThrow(/modelControlMode must be one of none, explicit, poll/);
+    expect(() => loopbackTriton({ ...BASE, modelControlMode: 'sometimes' as never })).toThrow(/modelControlMode must be one of none, explicit, poll/);
   });
 });
 
@@ -152,10 +146,10 @@ describe('restricted APIs: inference and the other groups', () => {
   });
 
   it('rejects bad specifications at construction, as Triton refuses to start', () => {
-    expect(() => new Triton({ ...BASE, httpRestrictedApi: 'model-reposit:k=v' })).toThrow(/unknown restricted api 'model-reposit'/);
-    expect(() => new Triton({ ...BASE, httpRestrictedApi: 'logging:a=1;logging,trace:b=2' })).toThrow(/'logging' can not be specified in multiple config groups/);
-    expect(() => new Triton({ ...BASE, httpRestrictedApi: 'logging' })).toThrow(/not of the form <api>\[,<api>...\]:<key>=<value>/);
-    expect(() => new Triton({ ...BASE, grpcRestrictedProtocol: 'inference:bad key=1' })).toThrow(/grpcRestrictedProtocol: 'bad key' is not a valid header name/);
+    expect(() => loopbackTriton({ ...BASE, httpRestrictedApi: 'model-reposit:k=v' })).toThrow(/unknown restricted api 'model-reposit'/);
+    expect(() => loopbackTriton({ ...BASE, httpRestrictedApi: 'logging:a=1;logging,trace:b=2' })).toThrow(/'logging' can not be specified in multiple config groups/);
+    expect(() => loopbackTriton({ ...BASE, httpRestrictedApi: 'logging' })).toThrow(/not of the form <api>\[,<api>...\]:<key>=<value>/);
+    expect(() => loopbackTriton({ ...BASE, grpcRestrictedProtocol: 'inference:bad key=1' })).toThrow(/grpcRestrictedProtocol: 'bad key' is not a valid header name/);
   });
 });
 

@@ -1,9 +1,10 @@
-import { instanceFactory, Triton, type Request, type Response } from 'tstriton';
+import { instanceFactory, type Triton, type Request, type Response } from 'tstriton';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 // run() and serve() take an AbortSignal that stops the server, as stop() does.
 
 function server(): Triton {
-  const triton = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' });
+  const triton = loopbackTriton();
   triton.bind({
     modelName: 'echo',
     inferFunc: async (requests: Request[]): Promise<Response[]> => requests.map((r) => ({ OUTPUT0: r.inputs.INPUT0 as Response[string] })),
@@ -36,7 +37,7 @@ it('run({ signal }) with an aborted signal refuses to start', async () => {
 });
 
 it('answers inference with 503 saying the server is starting while its models still load, then serves', async () => {
-  const triton = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' });
+  const triton = loopbackTriton();
   let finishLoading: () => void = () => undefined;
   const loaded = new Promise<void>((resolve) => (finishLoading = resolve));
   triton.bind({

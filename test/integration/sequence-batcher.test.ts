@@ -1,9 +1,10 @@
 import * as path from 'node:path';
-import { Triton, ensemble, workers, type Request, type Tensor } from '../../lib';
+import { type Triton, ensemble, workers, type Request, type Tensor } from '../../lib';
 import { bindSequenceAccumulate } from '../../examples/sequence/model';
 import type { SequenceBatcher } from '../../lib/scheduler/sequence-batcher';
 import type { Instance } from '../../lib/instances/instance';
 import { track } from '../helpers/resources';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 /**
  * For the models whose tests are not about idle sequences: no sequence is freed as idle while the test runs. With
@@ -14,7 +15,7 @@ const NO_IDLE_REAP = 600_000_000;
 
 /** A server with what `bind` binds, stopped after the test (tracked). */
 async function start(bind: (t: Triton) => void): Promise<Triton> {
-  const triton = track(new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' }));
+  const triton = track(loopbackTriton());
   bind(triton);
   await triton.run();
   return triton;

@@ -1,4 +1,5 @@
-import { Triton, type Request } from '../../lib';
+import type { Triton, Request } from '../../lib';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 // The range of a sequence's correlation id (`sequence_id`) over HTTP: an integer from 0 to 2^64-1 (UINT64, as
 // Triton's CORRID) or a string. Bodies are written by hand, so that a number is sent in the notation under test
@@ -16,7 +17,7 @@ const seen: { corrid: bigint; id: unknown }[] = [];
 
 async function start(): Promise<number> {
   seen.length = 0;
-  triton = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' });
+  triton = loopbackTriton();
   triton.bind({
     modelName: 'seq',
     inferFunc: (requests: Request[]) => {

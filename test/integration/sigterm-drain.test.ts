@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import * as http from 'node:http';
 import * as net from 'node:net';
 import * as grpc from '@grpc/grpc-js';
-import { Triton, type TritonConfigInit } from 'tstriton';
+import type { Triton, TritonConfigInit } from 'tstriton';
 import { batch, sample } from 'tstriton/decorators';
 import { makeTestCertificates, type TestCertificates } from '../helpers/certificates';
 import { frontEndWrites, startDrainServer, type DrainPorts } from '../helpers/drain-server';
@@ -10,6 +10,7 @@ import { RawConnection, type RawAnswer } from '../helpers/raw-connection';
 import { loadProtos } from '../../lib/protocol/protos';
 import type { ModelInferResponseMessage } from '../../lib/protocol/messages';
 import { postInfer as postKeepAlive, KSERVE_INFER, OPENAI_COMPLETION, type InferPost } from '../helpers/infer-post';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 // SIGTERM under load, against a server in a process of its own that stops through serve(): every request gets
 // its answer (200 with the right numbers, or 503 / UNAVAILABLE once the server stops), no connection is reset,
@@ -253,7 +254,7 @@ describe('stopping closes each HTTP connection between two exchanges', () => {
    */
   function serverOver(scheme: string, config: TritonConfigInit = {}): Triton {
     const tls: TritonConfigInit = scheme === 'HTTPS' ? { httpUseSsl: true, httpServerCert: certificates.files.server.cert, httpServerKey: certificates.files.server.key } : {};
-    triton = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent', exitTimeoutSeconds: 2, ...tls, ...config });
+    triton = loopbackTriton({ exitTimeoutSeconds: 2, ...tls, ...config });
     return triton;
   }
 

@@ -1,10 +1,11 @@
-import { Triton, TritonError, type Request, type Response } from '../../lib';
+import { type Triton, TritonError, type Request, type Response } from '../../lib';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 const body = (id: string, rows = 1) =>
   JSON.stringify({ id, inputs: [{ name: 'x', datatype: 'FP32', shape: [rows, 2], data: Array(rows * 2).fill(1) }] });
 
 function server(inferFunc: (rs: Request[]) => Promise<Response[]>, warmup: never[] | object[] = []): Triton {
-  const triton = new Triton({ httpPort: 0, metricsPort: 0, httpAddress: '127.0.0.1', metricsAddress: '127.0.0.1', allowGrpc: false, logLevel: 'silent' });
+  const triton = loopbackTriton({ allowMetrics: true });
   triton.bind({
     modelName: 'm',
     inferFunc,

@@ -1,8 +1,7 @@
 import * as http from 'node:http';
-import { Triton, tensor, type Request, type Tensor } from '../../lib';
+import { type Triton, tensor, type Request, type Tensor } from '../../lib';
 import { batch, sample } from '../../decorators';
-
-const quiet = { httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' as const };
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 /** Reads an SSE response into its `data:` payloads. */
 async function sse(url: string, body: unknown): Promise<{ status: number; type: string | null; events: Record<string, unknown>[] }> {
@@ -22,7 +21,7 @@ describe('decoupled models', () => {
 
   beforeEach(async () => {
     Object.assign(seen, { started: 0, closed: 0, aborted: 0 });
-    triton = new Triton({ ...quiet, httpPort: 0 });
+    triton = loopbackTriton();
     triton.bind({
       modelName: 'words',
       inferFunc: sample(async function* (inputs: Record<string, Tensor>, request: Request) {
@@ -139,7 +138,7 @@ describe('cancellation and deadlines', () => {
 
   beforeEach(async () => {
     calls = [];
-    triton = new Triton({ ...quiet, httpPort: 0 });
+    triton = loopbackTriton();
     let held = new Promise<void>((r) => (releaseHeld = r));
     triton.bind({
       modelName: 'slow',

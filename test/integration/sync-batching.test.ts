@@ -1,7 +1,8 @@
 import { Worker } from 'node:worker_threads';
-import { Triton, type ModelConfigInit } from '../../lib';
+import type { ModelConfigInit } from '../../lib';
 import { batch } from '../../decorators';
 import { track } from '../helpers/resources';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 /** Requests that arrive while the first one's callable holds the event loop. */
 const QUEUED = 7;
@@ -31,7 +32,7 @@ interface Run {
 async function drive(config: ModelConfigInit): Promise<Run> {
   const flags = new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
   const holds: boolean[] = [];
-  const triton = track(new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' }));
+  const triton = track(loopbackTriton());
   triton.bind({
     modelName: 'hold',
     inferFunc: batch((inputs) => {

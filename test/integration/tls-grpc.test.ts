@@ -5,6 +5,7 @@ import { ClientError, ModelClient, type ModelClientOptions } from 'tstriton/clie
 import { makeTestCertificates, type TestCertificates } from '../helpers/certificates';
 import { bindAddSub } from '../../examples/add-sub/model';
 import { rejectionOf } from '../helpers/caught';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 // ---- certificates, made with the openssl CLI -----------------------------------------------------
 
@@ -23,14 +24,7 @@ afterAll(() => certificates?.remove());
 
 // ---- server and clients ---------------------------------------------------------------------------
 
-const BASE: TritonConfigInit = {
-  httpPort: 0,
-  grpcPort: 0,
-  allowHttp: false,
-  allowMetrics: false,
-  logLevel: 'silent',
-  grpcAddress: '127.0.0.1',
-};
+const BASE: TritonConfigInit = { allowGrpc: true, allowHttp: false };
 
 let triton: Triton | undefined;
 const clients: ModelClient[] = [];
@@ -46,7 +40,7 @@ function tlsConfig(mutual: boolean): TritonConfigInit {
 }
 
 async function start(config: TritonConfigInit): Promise<string> {
-  triton = new Triton({ ...BASE, ...config });
+  triton = loopbackTriton({ ...BASE, ...config });
   bindAddSub(triton);
   await triton.run();
   return `127.0.0.1:${triton.ports.grpc}`;
@@ -118,7 +112,7 @@ describe('gRPC over mutual TLS (grpcUseSslMutual)', () => {
 describe('gRPC TLS settings are checked by new Triton()', () => {
   const invalid = (config: TritonConfigInit): TritonError => {
     try {
-      new Triton({ ...BASE, ...config });
+      loopbackTriton({ ...BASE, ...config });
     } catch (err) {
       expect(err).toBeInstanceOf(TritonError);
       expect((err as TritonError).code).toBe('INVALID_CONFIG');

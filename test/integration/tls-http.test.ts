@@ -6,6 +6,7 @@ import { ClientError, ModelClient, type ClientTlsOptions } from 'tstriton/client
 import { makeTestCertificates, type TestCertificates } from '../helpers/certificates';
 import { bindAddSub } from '../../examples/add-sub/model';
 import { rejectionOf } from '../helpers/caught';
+import { loopbackConfig, loopbackTriton } from '../helpers/loopback-triton';
 
 // HTTPS (`httpUseSsl`) and mutual TLS on the HTTP endpoint, with certificates the openssl CLI makes.
 
@@ -38,10 +39,8 @@ function tlsConfig(mutual: boolean): TritonConfigInit {
   };
 }
 
-const BASE: TritonConfigInit = { httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' };
-
 async function start(config: TritonConfigInit | TritonConfig): Promise<number> {
-  triton = new Triton(config instanceof TritonConfig ? config : { ...BASE, ...config });
+  triton = config instanceof TritonConfig ? new Triton(config) : loopbackTriton(config);
   bindAddSub(triton);
   await triton.run();
   return triton.ports.http as number;
@@ -128,7 +127,7 @@ describe('HTTPS settings', () => {
       TSTRITON_HTTP_SERVER_KEY: files.server.key,
       TSTRITON_HTTP_ROOT_CERT: files.ca.cert,
     };
-    const port = await start(TritonConfig.fromEnv(env, BASE));
+    const port = await start(TritonConfig.fromEnv(env, loopbackConfig()));
     const tls = { ca: pem(files.ca.cert), cert: pem(files.client.cert), key: pem(files.client.key) };
     expect(await addSub(client(`https://127.0.0.1:${port}`, tls))).toEqual([11, 22]);
     expect((await failure(client(`https://127.0.0.1:${port}`, { ca: pem(files.ca.cert) }).modelMetadata())).message).toMatch(/connection to 127\.0\.0\.1:\d+ (failed|lost)/);
@@ -141,7 +140,7 @@ describe('HTTPS settings', () => {
     ['a file that cannot be read', () => ({ ...tlsConfig(false), httpServerKey: join(certificates.dir, 'missing.key') }), /httpServerKey: cannot read '.*missing\.key'/],
     ['a key that does not match the certificate', () => ({ ...tlsConfig(false), httpServerKey: files.client.key }), /invalid HTTP TLS setting: .*httpServerCert '.*server\.pem'/],
   ] as [string, () => TritonConfigInit, RegExp][])('%s fails new Triton() with INVALID_CONFIG', (_what, config, message) => {
-    expect(() => new Triton({ httpPort: 0, allowGrpc: false, allowMetrics: false, logLevel: 'silent', ...config() })).toThrow(message);
+    expect(() => loopbackTriton(config())).toThrow(message);
   });
 
   it('refuses a client certificate without its key', () => {

@@ -1,13 +1,14 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { Triton, type Request, type Response } from '../../lib';
+import type { Request, Response } from '../../lib';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 describe('trace extension', () => {
   it('traces the sampled requests into the trace file, with per-model settings over HTTP', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'trace-'));
     const file = path.join(dir, 'trace.json');
-    const triton = new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent', traceFile: file });
+    const triton = loopbackTriton({ traceFile: file });
     const echo = async (rs: Request[]): Promise<Response[]> => rs.map((r) => ({ y: r.inputs.x! }));
     const io = { inputs: [{ name: 'x', dtype: 'FP32' as const, shape: [-1] }], outputs: [{ name: 'y', dtype: 'FP32' as const, shape: [-1] }] };
     triton.bind({ modelName: 'traced', inferFunc: echo, ...io });

@@ -1,6 +1,7 @@
 import * as path from 'node:path';
-import { Triton, workers, type Request, type Response } from '../../lib';
+import { type Triton, workers, type Request, type Response } from '../../lib';
 import { track } from '../helpers/resources';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 const CALLER = path.join(__dirname, '../fixtures/workers/bls-caller.js');
 const io = { inputs: [{ name: 'x', dtype: 'FP32' as const, shape: [-1] }], outputs: [{ name: 'y', dtype: 'FP32' as const, shape: [-1] }] };
@@ -11,7 +12,7 @@ describe('request.infer from worker instances', () => {
 
   beforeEach(async () => {
     // Tracked: stopped after the test even if this hook times out while the worker threads start.
-    triton = track(new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' }));
+    triton = track(loopbackTriton());
     const double = async (rs: Request[]): Promise<Response[]> => rs.map((r) => ({ y: { dtype: 'FP32', shape: r.inputs.x!.shape, data: (r.inputs.x!.data as Float32Array).map((v) => v * 2) } }));
     triton.bind({ modelName: 'double', inferFunc: double, ...io, config: { batching: false } });
     triton.bind({

@@ -1,16 +1,17 @@
 import * as path from 'node:path';
-import { Triton, workers, type TritonConfigInit } from '../../lib';
+import { type Triton, workers, type TritonConfigInit } from '../../lib';
 import type { HealthEvent } from '../../lib/instances';
 import type { Model } from '../../lib/model';
 import { ModelClient } from 'tstriton/client';
 import { track } from '../helpers/resources';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 const ECHO = path.join(__dirname, '../fixtures/workers/echo-model.js');
 const HELD_RESTART = path.join(__dirname, '../fixtures/workers/held-restart-model.js');
 
 /** A running server with `seen`: the echo worker, whose `seen` output describes the array the worker received. */
 async function seenServer(transport: TritonConfigInit): Promise<Triton> {
-  const big = track(new Triton({ ...transport, allowMetrics: false, logLevel: 'silent' }));
+  const big = track(loopbackTriton(transport));
   big.bind({
     modelName: 'seen',
     inferFunc: workers({ module: ECHO, devices: ['cpu'] }),
@@ -31,7 +32,7 @@ describe('worker instances behind a real server', () => {
 
   beforeEach(async () => {
     // Tracked: stopped after the test even if this hook times out while the worker threads start.
-    triton = track(new Triton({ httpPort: 0, metricsPort: 0, httpAddress: '127.0.0.1', metricsAddress: '127.0.0.1', allowGrpc: false, logLevel: 'silent' }));
+    triton = track(loopbackTriton({ allowMetrics: true }));
     triton.bind({
       modelName: 'twice',
       inferFunc: workers({ module: ECHO, devices: ['cpu', 'cpu'] }),
@@ -82,7 +83,7 @@ describe('worker instances behind a real server', () => {
   });
 
   it('runs a request that waited inside a worker which then crashed, instead of failing it', async () => {
-    const solo = track(new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' }));
+    const solo = track(loopbackTriton());
     solo.bind({
       modelName: 'solo',
       inferFunc: workers({ module: ECHO, devices: ['cpu'] }),
@@ -113,7 +114,7 @@ describe('worker instances behind a real server', () => {
   });
 
   it('hands a large binary input to the worker in the request body it arrived in, without copying it out', async () => {
-    const big = await seenServer({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false });
+    const big = await seenServer({});
     try {
       const n = 1 << 16;
       const x = new Float32Array(n).map((_, i) => i % 7);
@@ -140,7 +141,7 @@ describe('worker instances behind a real server', () => {
   });
 
   it('hands a large gRPC input to the worker in the message it arrived in, when its bytes are aligned there', async () => {
-    const big = await seenServer({ grpcPort: 0, grpcAddress: '127.0.0.1', allowHttp: false });
+    const big = await seenServer({ allowGrpc: true, allowHttp: false });
     let client: ModelClient | undefined;
     try {
       client = new ModelClient(`grpc://127.0.0.1:${big.ports.grpc}`, 'seen');
@@ -199,7 +200,7 @@ describe('a worker instance restarting after a crash', () => {
   beforeEach(async () => {
     gate = new Int32Array(new SharedArrayBuffer(4));
     // Tracked: stopped after this file's afterEach has opened the gate, even if this hook times out.
-    triton = track(new Triton({ httpPort: 0, httpAddress: '127.0.0.1', allowGrpc: false, allowMetrics: false, logLevel: 'silent' }));
+    triton = track(loopbackTriton());
     triton.bind({
       modelName: 'solo',
       // A second failure in a row backs off for longer than any test runs.

@@ -1,7 +1,8 @@
 import { Cancellation } from '../../lib/base/cancellation';
 import * as path from 'node:path';
-import { Triton, workers } from '../../lib';
+import { type Triton, workers } from '../../lib';
 import { track } from '../helpers/resources';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 const STREAM = path.join(__dirname, '../fixtures/workers/stream-words.js');
 
@@ -13,7 +14,7 @@ describe('decoupled models on worker instances', () => {
     const shared = new SharedArrayBuffer(8);
     progress = new Int32Array(shared);
     // Tracked: stopped after the test even if this hook times out while the worker thread starts.
-    triton = track(new Triton({ allowHttp: false, allowGrpc: false, allowMetrics: false, logLevel: 'silent' }));
+    triton = track(loopbackTriton({ allowHttp: false }));
     triton.bind({
       modelName: 'words',
       inferFunc: workers({ module: STREAM, devices: ['cpu'], data: { progress: shared } }),

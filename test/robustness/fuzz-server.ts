@@ -2,7 +2,8 @@
 // its memory can be read from /proc/<pid>/status without the test runner's in it. Started by `startServer` in
 // helpers.ts with `--require lib/instances/worker/register-ts.js`; its TritonConfig comes as JSON in argv[2].
 // Once serving, it sends its ports and limits to its parent over IPC.
-import { Triton, type Request, type Response, type Tensor } from '../../lib';
+import type { Request, Response, Tensor } from '../../lib';
+import { loopbackTriton } from '../helpers/loopback-triton';
 
 /** What the server sends its parent once it serves. */
 export interface ServerReady {
@@ -12,13 +13,8 @@ export interface ServerReady {
   readonly grpcMaxMessageSize: number;
 }
 
-const triton = new Triton({
-  httpPort: 0,
-  httpAddress: '127.0.0.1',
-  grpcPort: 0,
-  grpcAddress: '127.0.0.1',
-  allowMetrics: false,
-  logLevel: 'silent',
+const triton = loopbackTriton({
+  allowGrpc: true,
   exitTimeoutSeconds: 2,
   ...(JSON.parse(process.argv[2] ?? '{}') as object),
 });
