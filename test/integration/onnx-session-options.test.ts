@@ -19,6 +19,11 @@ const config = (...lines: string[]) => ['platform: "onnxruntime_onnx"', 'max_bat
 
 /** The threads of this process: the server runs in it, and each onnxruntime session's intra-op pool is threads of it. */
 const threads = () => fs.readdirSync('/proc/self/task').length;
+// The worker threads compile tstriton's own .ts sources as they load (register-ts.js), with esbuild's sync API, which
+// runs esbuild on a thread of its own that ends some time after: a thread that would count or not, as the machine
+// is busy. Without worker threads esbuild runs its sync calls in a child process; worker threads take this copy of
+// the environment when they start.
+process.env.ESBUILD_WORKER_THREADS = '0';
 
 describe('onnxruntime session settings in config.pbtxt', () => {
   let repo: ScratchRepository;
