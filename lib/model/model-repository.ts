@@ -3,11 +3,18 @@ import type { ModelMetadata } from '../protocol/model-metadata';
 import type { Model } from './model';
 import { describedVersion, servingVersion } from './serving-version';
 
+/** A model whose versions failed to build and that serves nothing: what Triton's model life cycle keeps of it. */
+export interface FailedLoad {
+  readonly name: string;
+  /** The versions the load tried, unavailable. */
+  readonly versions: readonly string[];
+}
+
 /** Bound models by name and version. */
 export class ModelRepository {
   private readonly models = new Map<string, Map<string, Model>>();
-  /** Names the server knows with no version here: models whose load failed (`setFailedLoads`). */
-  private failed: ReadonlySet<string> = new Set();
+  /** Models the server knows with no version here, each with the versions its load failed to build (`setFailedLoads`). */
+  private failed: ReadonlyMap<string, readonly string[]> = new Map();
   private readonly listeners: (() => void)[] = [];
   private readonly readinessListeners: (() => void)[] = [];
 
@@ -67,19 +74,21 @@ export class ModelRepository {
   }
 
   /**
-   * Sets the models whose load failed and that serve no earlier load. The server knows them with no version, as
-   * Triton's model life cycle keeps them (unavailable, with the load's reason): a request naming one is answered
-   * "has no available versions", not "is not found". The change listeners hear of it (front-end threads too).
+   * Sets the models whose versions failed to build (a valid config; code or a file that did not load) and that serve
+   * no earlier load, each with those versions. The server knows them, as Triton's model life cycle keeps such
+   * versions (unavailable, with the load's reason): a request for one is answered "has no available versions", or
+   * "version N is not at ready state" when it names one of them, not "is not found". A model whose config was not
+   * valid never reaches the life cycle and stays unknown. The change listeners hear of it (front-end threads too).
    */
-  setFailedLoads(names: ReadonlySet<string>): void {
-    if (names.size === this.failed.size && [...names].every((n) => this.failed.has(n))) return;
-    this.failed = new Set(names);
+  setFailedLoads(loads: ReadonlyMap<string, readonly string[]>): void {
+    if (JSON.stringify(failedLoadsOf(loads)) === JSON.stringify(this.failedLoads())) return;
+    this.failed = new Map(loads);
     this.changed();
   }
 
-  /** The names `setFailedLoads` set last, sorted. */
-  failedLoads(): string[] {
-    return [...this.failed].sort();
+  /** The models `setFailedLoads` set last, by name. */
+  failedLoads(): FailedLoad[] {
+    return failedLoadsOf(this.failed);
   }
 
   /**
@@ -117,7 +126,7 @@ export class ModelRepository {
    * one; Triton's errors otherwise (`servingVersion`), a failed load's name answered as a known one.
    */
   get(name: string, version?: string): Model {
-    return servingVersion(name, version, this.models.get(name)?.values() ?? [], this.failed.has(name));
+    return servingVersion(name, version, this.models.get(name)?.values() ?? [], this.failed.get(name));
   }
 
   /**
@@ -125,11 +134,15 @@ export class ModelRepository {
    * given): an ensemble's step, a model's reference page (`describedVersion`, which says what it throws).
    */
   find(name: string, version?: string): Model {
-    return describedVersion(name, version, this.models.get(name)?.values() ?? [], this.failed.has(name));
+    return describedVersion(name, version, this.models.get(name)?.values() ?? [], this.failed.get(name));
   }
 
   /** Every bound model, in binding order. */
   all(): Model[] {
     return [...this.models.values()].flatMap((v) => [...v.values()]);
   }
+}
+
+function failedLoadsOf(loads: ReadonlyMap<string, readonly string[]>): FailedLoad[] {
+  return [...loads].map(([name, versions]) => ({ name, versions: [...versions] })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }

@@ -10,34 +10,35 @@ interface Versioned {
 /**
  * The version of a model that serves a request, picked as Triton picks it: the version the request names, which
  * must be at ready state; with none named, the highest version at ready state (so a version still loading, or
- * unloaded, leaves the requests to the one below it). `versions` holds every version of the name; `known` says
- * the server knows the name even when it has none (a model whose load failed before any version of it was built,
- * which Triton keeps in its model life cycle as unavailable).
+ * unloaded, leaves the requests to the one below it). `versions` holds every version of the name. `failed` holds the
+ * versions a load of the name tried and failed to build before any version of it served (its config was valid):
+ * Triton keeps those in its model life cycle, unavailable, so the name is known and such a version is there but not
+ * ready; it is undefined for every other name.
  *
  * @throws TritonError `MODEL_NOT_FOUND` for a name the server does not know; `MODEL_VERSION_NOT_FOUND` when no
  * version is ready and the request names none, or the version it names is not there; `MODEL_VERSION_NOT_READY`
  * when the version it names is there but not ready.
  */
-export function servingVersion<T extends Versioned>(name: string, version: string | undefined, versions: Iterable<T>, known: boolean): T {
-  const found = pick(name, version, versions, true, known);
+export function servingVersion<T extends Versioned>(name: string, version: string | undefined, versions: Iterable<T>, failed: readonly string[] | undefined): T {
+  const found = pick(name, version, versions, true, failed !== undefined);
   if (!version) {
     if (found === undefined) throw tritonError('noReadyVersion', { model: name });
     return found;
   }
-  if (found === undefined) throw tritonError('unknownVersion', { model: name, version });
+  if (found === undefined) throw tritonError(failed?.includes(version) ? 'versionUnavailable' : 'unknownVersion', { model: name, version });
   if (found.state !== 'READY') throw tritonError('versionUnavailable', { model: name, version });
   return found;
 }
 
 /**
  * The model version that describes a name whatever its state (the one named, or the highest): what an ensemble
- * takes its step's tensors from, and what a model's reference page shows. `known` as for `servingVersion`.
+ * takes its step's tensors from, and what a model's reference page shows. `failed` as for `servingVersion`.
  *
  * @throws TritonError `MODEL_NOT_FOUND` for a name the server does not know; `MODEL_VERSION_NOT_FOUND` for a
  * version the name does not have, or a known name with no version at all.
  */
-export function describedVersion<T extends Versioned>(name: string, version: string | undefined, versions: Iterable<T>, known: boolean): T {
-  const found = pick(name, version, versions, false, known);
+export function describedVersion<T extends Versioned>(name: string, version: string | undefined, versions: Iterable<T>, failed: readonly string[] | undefined): T {
+  const found = pick(name, version, versions, false, failed !== undefined);
   if (found !== undefined) return found;
   throw version ? tritonError('unknownVersion', { model: name, version }) : tritonError('noReadyVersion', { model: name });
 }

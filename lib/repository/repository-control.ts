@@ -43,6 +43,11 @@ export class RepositoryControl {
   private folders = new Map<string, ModelFolder>();
   /** Why a model failed to load, by name, until it loads. */
   private readonly failures = new Map<string, string>();
+  /**
+   * The versions a model's load failed to build, its config being valid (code or a file that did not load), by
+   * name, until it loads or is forgotten: what Triton's model life cycle keeps of it, unavailable.
+   */
+  private readonly builtAndFailed = new Map<string, readonly string[]>();
   private readonly loaded = new Map<string, LoadedState>();
   /** One load or poll at a time: a load runs after the one before it. */
   private queue: Promise<unknown> = Promise.resolve();
@@ -128,7 +133,7 @@ export class RepositoryControl {
 
   /**
    * Names of models whose last load failed and that serve no earlier load: they keep the server not ready under
-   * strict readiness, and lookups answer them as known models with no version (`failuresChanged`).
+   * strict readiness; those whose versions failed to build are known to lookups (`failuresChanged`).
    */
   get failed(): ReadonlySet<string> {
     return new Set([...this.failures.keys()].filter((n) => !this.loaded.has(n)));
@@ -143,6 +148,7 @@ export class RepositoryControl {
   private forget(name: string): void {
     this.loaded.delete(name);
     this.failures.delete(name);
+    this.builtAndFailed.delete(name);
     this.failuresChanged();
   }
 
@@ -161,12 +167,19 @@ export class RepositoryControl {
   }
 
   /**
-   * Tells the server's models which names failed to load and serve nothing (`failed`): lookups of them then answer
-   * as for a known model with no version. Called where `failures` or `loaded` change, before the load that changed
-   * them answers, so that no thread answers from the state before it.
+   * Tells the server's models which of the names that failed to load and serve nothing (`failed`) got as far as
+   * building versions: as in Triton, whose model life cycle holds only models with a valid config, lookups of those
+   * answer as for a known model whose versions are unavailable, and of the others (a config that is not valid, a
+   * folder that cannot be read) as for a name not known. Called where `failures` or `loaded` change, before the
+   * load that changed them answers, so that no thread answers from the state before it.
    */
   private failuresChanged(): void {
-    this.building.repository.setFailedLoads(this.failed);
+    const loads = new Map<string, readonly string[]>();
+    for (const name of this.failed) {
+      const versions = this.builtAndFailed.get(name);
+      if (versions !== undefined) loads.set(name, versions);
+    }
+    this.building.repository.setFailedLoads(loads);
   }
 
   private serialized<T>(run: () => Promise<T>): Promise<T> {
@@ -241,6 +254,7 @@ export class RepositoryControl {
     if (this.closed) throw new TritonError('UNAVAILABLE', 'the server is stopping');
     const plan = planned ?? this.plan(name, override);
     if (plan instanceof Error) return this.fail(name, plan);
+    const versions = plan.model.bindings.map((b) => String(b.modelVersion));
     const { repository } = this.building;
     const before = this.loaded.get(name);
     // The same config and the same files: a version already serving is kept as it is.
@@ -262,7 +276,7 @@ export class RepositoryControl {
       // What the folder or the request holds did not load (code that does not compile, a session that fails):
       // the load request's fault, as Triton answers it, not the server's.
       const failed = err instanceof TritonError && err.code === 'INTERNAL' ? new TritonError('INVALID_ARGUMENT', err.message, { cause: err }) : (err as Error);
-      return this.fail(name, failed);
+      return this.fail(name, failed, versions);
     }
     const served = new Set(plan.model.bindings.map((b) => String(b.modelVersion)));
     const retired: Model[] = [];
@@ -281,6 +295,7 @@ export class RepositoryControl {
     // A version is kept only when neither load came from a request, so an earlier upload goes with the old versions.
     this.loaded.set(name, { config: plan.config, versionDigests: plan.folder.versionDigests, fromRequest: plan.fromRequest, uploadDir: plan.uploadDir });
     this.failures.delete(name);
+    this.builtAndFailed.delete(name);
     this.failuresChanged();
     // Old versions leave the index at once and finish the requests they hold, after the load has answered.
     for (const old of retired) if (!served.has(old.version)) repository.remove(old);
@@ -298,12 +313,17 @@ export class RepositoryControl {
     if (uploadDir !== undefined) void Promise.allSettled(unloads).then(() => removeUpload(uploadDir));
   }
 
-  private fail(name: string, err: Error): never {
+  /** Records and throws a failed load; `versions`, the versions it failed to build, when its config was valid. */
+  private fail(name: string, err: Error, versions?: readonly string[]): never {
     // The index lists what the repositories hold and what is or was loaded, as Triton's does. A failed load of any
     // other name (in no repository, or a request's files that did not load) answers its error and leaves nothing
     // behind: recorded, it would list the name for good, one entry per request, and hold the server not ready.
-    if (this.listed(name)) this.recordFailure(name, err.message);
-    else logLoadFailed(this.logger, name, err.message);
+    if (this.listed(name)) {
+      if (versions !== undefined) this.builtAndFailed.set(name, versions);
+      this.recordFailure(name, err.message);
+    } else {
+      logLoadFailed(this.logger, name, err.message);
+    }
     throw err instanceof TritonError ? err : new TritonError('INVALID_ARGUMENT', `failed to load '${name}': ${err.message}`, { cause: err });
   }
 

@@ -11,8 +11,9 @@ import { ScratchRepository } from '../helpers/scratch-repository';
 // A model the server knows but cannot serve now (unloaded, failed to load, still loading) is answered as Triton
 // answers it, over HTTP and gRPC, for inference, metadata and config: 404 / NOT_FOUND when the request names no
 // version and none is ready, 404 / NOT_FOUND for a version the model does not have, 503 / UNAVAILABLE for a version
-// it has that is not ready; a name never known stays 400 / INVALID_ARGUMENT. A repository model whose load failed
-// is known too (Triton keeps it in its model life cycle, unavailable); one never loaded in explicit mode is not.
+// it has that is not ready; a name never known stays 400 / INVALID_ARGUMENT. A repository model whose versions
+// failed to build is known too (Triton keeps them in its model life cycle, unavailable); one whose config is not
+// valid, or that was never loaded in explicit mode, is not.
 // Served on the core thread (httpThreadCount 1) and on two front-end threads, which answer from the state the core
 // publishes to them.
 
@@ -27,6 +28,8 @@ const SCRIPT_CONFIG = [
 ].join('\n');
 /** A config.pbtxt that does not parse. */
 const BROKEN_CONFIG = 'backend: "tstriton"\ninput [ { name: "x" \n';
+/** A model.ts that fails as it loads. */
+const BROKEN_SCRIPT = "throw new Error('this model does not load');\n";
 
 const io = { inputs: [{ name: 'x', dtype: 'FP32' as const, shape: [-1] }], outputs: [{ name: 'y', dtype: 'FP32' as const, shape: [-1] }], config: { batching: false } };
 
@@ -84,16 +87,19 @@ describe.each([
   let repo: ScratchRepository;
 
   beforeEach(async () => {
-    // `badconfig` fails to load at start (`loadModel`); `later` is not loaded until a test asks.
+    // `badconfig` and `badcode` fail to load at start (`loadModel`); `later` is not loaded until a test asks.
     repo = new ScratchRepository();
     repo.model('badconfig', SCRIPT, BROKEN_CONFIG, 'model.ts');
-    repo.model('later', SCRIPT, BROKEN_CONFIG, 'model.ts');
+    for (const name of ['badcode', 'later']) {
+      repo.model(name, SCRIPT, SCRIPT_CONFIG, 'model.ts');
+      fs.writeFileSync(join(repo.root, name, '1', 'model.ts'), BROKEN_SCRIPT);
+    }
     triton = loopbackTriton({
       allowGrpc: true,
       httpThreadCount: threads,
       modelControlMode: 'explicit',
       modelRepository: [repo.root],
-      loadModel: ['badconfig'],
+      loadModel: ['badconfig', 'badcode'],
       exitOnError: false,
       strictReadiness: false,
     });
@@ -187,22 +193,32 @@ describe.each([
     expect(await ready('nope')).toBe(400);
   });
 
-  it('answers a repository model whose load failed as a known model with no version, until a load serves it', async () => {
-    // Failed at start, before any version of it was built: known, with no version at all.
-    await refusedEverywhere('badconfig', undefined, 404, grpc.status.NOT_FOUND, "Request for unknown model: 'badconfig' has no available versions");
-    await refusedEverywhere('badconfig', '1', 404, grpc.status.NOT_FOUND, "Request for unknown model: 'badconfig' version 1 is not found");
-    expect(await ready('badconfig')).toBe(400);
-    expect(await answer(await fetch(`${path('badconfig')}/stats`))).toEqual({ status: 400, body: { error: "requested model 'badconfig' is not available" } });
+  it('answers a repository model whose versions failed to build as a known model, until a load serves it; one whose config is not valid as unknown', async () => {
+    // Its config valid, its version failed to build at start: known, the version there but not ready.
+    await refusedEverywhere('badcode', undefined, 404, grpc.status.NOT_FOUND, "Request for unknown model: 'badcode' has no available versions");
+    await refusedEverywhere('badcode', '1', 503, grpc.status.UNAVAILABLE, "Request for unknown model: 'badcode' version 1 is not at ready state");
+    await refusedEverywhere('badcode', '2', 404, grpc.status.NOT_FOUND, "Request for unknown model: 'badcode' version 2 is not found");
+    expect(await ready('badcode')).toBe(400);
+    expect(await answer(await fetch(`${path('badcode')}/stats`))).toEqual({ status: 400, body: { error: "requested model 'badcode' is not available" } });
 
-    // In the repository but never loaded (explicit mode): not known, as in Triton; a load that fails makes it known
-    // on every thread by the time the load is answered.
+    // A config that does not parse never reaches Triton's model life cycle: the name is not known, before or after
+    // a load request fails on it again.
+    await refusedEverywhere('badconfig', undefined, 400, grpc.status.INVALID_ARGUMENT, "Request for unknown model: 'badconfig' is not found");
+    expect((await fetch(`${base}/v2/repository/models/badconfig/load`, { method: 'POST' })).status).toBe(400);
+    await refusedEverywhere('badconfig', '1', 400, grpc.status.INVALID_ARGUMENT, "Request for unknown model: 'badconfig' is not found");
+
+    // In the repository but never loaded (explicit mode): not known, as in Triton; a load whose version fails to
+    // build makes it known on every thread by the time the load is answered.
     await refusedEverywhere('later', undefined, 400, grpc.status.INVALID_ARGUMENT, "Request for unknown model: 'later' is not found");
     expect((await fetch(`${base}/v2/repository/models/later/load`, { method: 'POST' })).status).toBe(400);
     await refusedEverywhere('later', undefined, 404, grpc.status.NOT_FOUND, "Request for unknown model: 'later' has no available versions");
     await refusedEverywhere('nope', undefined, 400, grpc.status.INVALID_ARGUMENT, "Request for unknown model: 'nope' is not found");
 
-    // Its config fixed, a load serves it; unloaded, it is a known model with no ready version like any other.
-    fs.writeFileSync(join(repo.root, 'later', 'config.pbtxt'), SCRIPT_CONFIG);
+    // Its code fixed, a load serves it; unloaded, it is a known model with no ready version like any other. (The
+    // fixed code is a file of another name: under jest, the model.ts that failed as it loaded is not read again,
+    // where a server of its own, outside jest, loads the changed file.)
+    fs.copyFileSync(SCRIPT, join(repo.root, 'later', '1', 'fixed.ts'));
+    fs.writeFileSync(join(repo.root, 'later', 'config.pbtxt'), `${SCRIPT_CONFIG}\ndefault_model_filename: "fixed.ts"`);
     expect((await fetch(`${base}/v2/repository/models/later/load`, { method: 'POST' })).status).toBe(200);
     expect((await infer('later')).body.outputs?.[0]?.data).toEqual([3, 6]);
     expect((await metadata('later')).body.versions).toEqual(['1']);

@@ -105,8 +105,10 @@ def test_what_cannot_be_done_is_refused(repo_server, protocol):
     assert client.is_model_ready("add_sub")
 
 
-# A repository model whose load failed: Triton keeps it in its model life cycle (unavailable, with the reason), so
-# it is a known model with no version; a repository model never loaded in explicit mode is not known.
+# A repository model whose versions failed to build (a valid config, code that does not load): Triton keeps them in
+# its model life cycle (unavailable, with the reason), so it is a known model with no available version. A model
+# whose config.pbtxt is not valid never reaches the life cycle, and one never loaded in explicit mode is not there
+# either: both are unknown.
 BROKEN_CONFIG = 'backend: "tstriton"\ninput [ { name: "x" \n'
 SCRIPT_CONFIG = """
 backend: "tstriton"
@@ -121,18 +123,21 @@ module.exports = class Triple {
   }
 };
 """
+BROKEN_SCRIPT = "throw new Error('this model does not load');\n"
 
 
 @pytest.fixture()
 def failing_repository(tmp_path):
-    """The example server over a repository of two models whose config.pbtxt does not parse: `badconfig`, loaded at
-    start (and failing), and `later`, not loaded until a test asks."""
-    for name in ("badconfig", "later"):
+    """The example server over a repository of three models that fail to load: `badcode` (its code throws) and
+    `badconfig` (its config.pbtxt does not parse), loaded at start, and `later` (its code throws), not loaded until a
+    test asks."""
+    for name, config, script in (("badcode", SCRIPT_CONFIG, BROKEN_SCRIPT), ("badconfig", BROKEN_CONFIG, SCRIPT),
+                                 ("later", SCRIPT_CONFIG, BROKEN_SCRIPT)):
         (tmp_path / name / "1").mkdir(parents=True)
-        (tmp_path / name / "1" / "model.js").write_text(SCRIPT)
-        (tmp_path / name / "config.pbtxt").write_text(BROKEN_CONFIG)
+        (tmp_path / name / "1" / "model.js").write_text(script)
+        (tmp_path / name / "config.pbtxt").write_text(config)
     running = start_server(env={"TSTRITON_MODEL_CONTROL_MODE": "explicit", "TSTRITON_MODEL_REPOSITORY": str(tmp_path),
-                                "TSTRITON_LOAD_MODEL": "badconfig"})
+                                "TSTRITON_LOAD_MODEL": "badcode,badconfig"})
     yield running, tmp_path
     stop_server(running)
 
@@ -153,22 +158,26 @@ def test_a_failed_load_is_a_known_model_with_no_version(failing_repository):
     server, root = failing_repository
     for protocol in ("http", "grpc"):
         module, client = client_for(protocol, server)
-        assert index_of(protocol, client)["badconfig"]["state"] == "UNAVAILABLE"
-        none = "Request for unknown model: 'badconfig' has no available versions"
-        for call in (lambda: infer_x(module, client, "badconfig"), lambda: client.get_model_metadata("badconfig"),
-                     lambda: client.get_model_config("badconfig")):
+        index = index_of(protocol, client)
+        assert (index["badcode"]["state"], index["badconfig"]["state"]) == ("UNAVAILABLE", "UNAVAILABLE")
+        none = "Request for unknown model: 'badcode' has no available versions"
+        for call in (lambda: infer_x(module, client, "badcode"), lambda: client.get_model_metadata("badcode"),
+                     lambda: client.get_model_config("badcode")):
             assert refusal(call) == (NOT_FOUND[protocol], none)
-        assert not client.is_model_ready("badconfig")
-        assert refusal(lambda: infer_x(module, client, "later")) == (
-            INVALID[protocol], "Request for unknown model: 'later' is not found")
+        assert refusal(lambda: client.get_model_metadata("badcode", "1")) == (
+            UNAVAILABLE[protocol], "Request for unknown model: 'badcode' version 1 is not at ready state")
+        assert not client.is_model_ready("badcode")
+        for name in ("badconfig", "later"):
+            assert refusal(lambda: infer_x(module, client, name)) == (
+                INVALID[protocol], f"Request for unknown model: '{name}' is not found")
 
-    # A load that fails makes it known; fixed, a load serves it.
+    # A load whose version fails to build makes it known; fixed, a load serves it.
     http = httpclient.InferenceServerClient(server.http_url)
     grpc = grpcclient.InferenceServerClient(server.grpc_url)
     with pytest.raises(InferenceServerException):
         http.load_model("later")
     assert refusal(lambda: infer_x(grpcclient, grpc, "later")) == (
         NOT_FOUND["grpc"], "Request for unknown model: 'later' has no available versions")
-    (root / "later" / "config.pbtxt").write_text(SCRIPT_CONFIG)
+    (root / "later" / "1" / "model.js").write_text(SCRIPT)
     grpc.load_model("later")
     np.testing.assert_array_equal(infer_x(httpclient, http, "later"), np.array([3, 6], np.float32))

@@ -17,8 +17,8 @@ export type CoreCall = <T>(method: string, ...args: unknown[]) => Promise<T>;
 export class RemoteModels implements ModelLookup {
   /** The views of the state they were made for, every version of each name: built once per state, when first read. */
   private views = new Map<string, ModelView[]>();
-  /** The names of that state's failed loads: known to the core, with no version. */
-  private failed: ReadonlySet<string> = new Set();
+  /** That state's failed loads, by name: known to the core, their versions unavailable. */
+  private failed: ReadonlyMap<string, readonly string[]> = new Map();
   private viewsOf: CoreState | undefined;
 
   constructor(private readonly published: PublishedState) {}
@@ -26,12 +26,12 @@ export class RemoteModels implements ModelLookup {
   /** The model version that serves a request for a name and version, picked as the core picks it (ModelRepository.get). */
   get(name: string, version?: string): ModelView {
     const views = this.fresh();
-    return servingVersion(name, version, views.get(name) ?? [], this.failed.has(name));
+    return servingVersion(name, version, views.get(name) ?? [], this.failed.get(name));
   }
 
   find(name: string, version?: string): ModelView {
     const views = this.fresh();
-    return describedVersion(name, version, views.get(name) ?? [], this.failed.has(name));
+    return describedVersion(name, version, views.get(name) ?? [], this.failed.get(name));
   }
 
   has(name: string): boolean {
@@ -59,7 +59,7 @@ export class RemoteModels implements ModelLookup {
       else versions.push(viewOf(m));
     }
     this.views = views;
-    this.failed = new Set(state.failedLoads);
+    this.failed = new Map(state.failedLoads.map((f) => [f.name, f.versions]));
     this.viewsOf = state;
     return views;
   }

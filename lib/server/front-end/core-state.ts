@@ -1,5 +1,6 @@
 import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import type { ModelConfigJson } from '../../config/triton-model-config';
+import type { FailedLoad } from '../../model/model-repository';
 import type { ModelShape, ModelState } from '../../model/model-view';
 import type { ModelMetadata } from '../../protocol/model-metadata';
 import type { RegisteredRegion } from '../shared-memory';
@@ -35,10 +36,10 @@ export interface CoreState {
   /** Every bound model version, in binding order. */
   readonly models: readonly PublishedModel[];
   /**
-   * The models whose load failed and that have no version (`ModelRepository.setFailedLoads`): known names, looked
-   * up as the core looks them up ("has no available versions", not "is not found").
+   * The models whose versions failed to build and that serve nothing (`ModelRepository.setFailedLoads`): known
+   * names, looked up as the core looks them up ("has no available versions", not "is not found").
    */
-  readonly failedLoads: readonly string[];
+  readonly failedLoads: readonly FailedLoad[];
   /** The system shared-memory regions clients registered, each with the count of its registration. */
   readonly regions: readonly RegisteredRegion[];
 }

@@ -107,16 +107,17 @@ describe('the state the core publishes to front-end threads', () => {
       });
     try {
       expect(refusals('broken')).toEqual([0, 1].map(() => ['MODEL_NOT_FOUND', "Request for unknown model: 'broken' is not found"]));
-      repository.setFailedLoads(new Set(['broken']));
-      expect(reader.current.failedLoads).toEqual(['broken']);
+      repository.setFailedLoads(new Map([['broken', ['1']]]));
+      expect(reader.current.failedLoads).toEqual([{ name: 'broken', versions: ['1'] }]);
       expect(refusals('broken')).toEqual([0, 1].map(() => ['MODEL_VERSION_NOT_FOUND', "Request for unknown model: 'broken' has no available versions"]));
-      expect(refusals('broken', '1')).toEqual([0, 1].map(() => ['MODEL_VERSION_NOT_FOUND', "Request for unknown model: 'broken' version 1 is not found"]));
+      expect(refusals('broken', '1')).toEqual([0, 1].map(() => ['MODEL_VERSION_NOT_READY', "Request for unknown model: 'broken' version 1 is not at ready state"]));
+      expect(refusals('broken', '2')).toEqual([0, 1].map(() => ['MODEL_VERSION_NOT_FOUND', "Request for unknown model: 'broken' version 2 is not found"]));
       expect(refusals('nope')).toEqual([0, 1].map(() => ['MODEL_NOT_FOUND', "Request for unknown model: 'nope' is not found"]));
-      // The same names again publish nothing; once it loads (or is forgotten), it is unknown again.
+      // The same loads again publish nothing; once it loads (or is forgotten), it is unknown again.
       const revision = reader.current.revision;
-      repository.setFailedLoads(new Set(['broken']));
+      repository.setFailedLoads(new Map([['broken', ['1']]]));
       expect(reader.current.revision).toBe(revision);
-      repository.setFailedLoads(new Set());
+      repository.setFailedLoads(new Map());
       expect(refusals('broken')).toEqual([0, 1].map(() => ['MODEL_NOT_FOUND', "Request for unknown model: 'broken' is not found"]));
     } finally {
       publisher.close();
