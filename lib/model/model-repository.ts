@@ -143,6 +143,7 @@ export class ModelRepository {
   }
 }
 
+/** The loads as published, by name (names are unique). */
 function failedLoadsOf(loads: ReadonlyMap<string, readonly string[]>): FailedLoad[] {
-  return [...loads].map(([name, versions]) => ({ name, versions: [...versions] })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return [...loads].map(([name, versions]) => ({ name, versions: [...versions] })).sort((a, b) => (a.name < b.name ? -1 : 1));
 }
